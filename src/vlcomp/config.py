@@ -1,0 +1,98 @@
+"""Loading and validating the workflow configuration, with messages that name the key."""
+
+from __future__ import annotations
+
+import copy
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+
+class ConfigError(ValueError):
+    """A configuration problem; the message names the offending key or path."""
+
+
+def load_schema() -> dict[str, Any]:
+    return yaml.safe_load(files("vlcomp").joinpath("schemas/config.schema.yaml").read_text())
+
+
+def _key_path(path: Any) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<top level>"
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    where = _key_path(error.absolute_path)
+    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
+        return f"config key '{where}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
+    if error.validator == "oneOf" and isinstance(error.instance, dict):
+        return f"config key '{where}': give exactly one of 'pretrained', 'checkpoint' or 'train'"
+    return f"config key '{where}': {error.message}"
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    if isinstance(instance, dict):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                instance[key] = _fill_defaults(instance[key], sub, root)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in instance:
+                if key not in schema.get("properties", {}):
+                    instance[key] = _fill_defaults(instance[key], extra, root)
+    return instance
+
+
+def validate_config(config: dict[str, Any]) -> dict[str, Any]:
+    """Return a validated copy with defaults filled; raise ConfigError naming every bad key."""
+    schema = load_schema()
+    validator = jsonschema.Draft202012Validator(schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(map(_describe, errors)))
+    filled = _fill_defaults(copy.deepcopy(config), schema, schema)
+    _check_references(filled)
+    return filled
+
+
+def _check_references(config: dict[str, Any]) -> None:
+    corpora = config["world"]["corpora"]
+    problems = []
+    for key, entry in config["models"].items():
+        corpus = entry.get("train", {}).get("corpus") or entry.get("training_corpus")
+        field = "train.corpus" if "train" in entry else "training_corpus"
+        if corpus is not None and corpus not in corpora:
+            problems.append(
+                f"config key 'models.{key}.{field}': no world corpus named '{corpus}' "
+                f"(world.corpora has: {', '.join(corpora)})"
+            )
+        if "checkpoint" in entry and not Path(entry["checkpoint"]).is_file():
+            problems.append(
+                f"config key 'models.{key}.checkpoint': file not found: {entry['checkpoint']}"
+            )
+    for index, name in enumerate(config["evaluate"]["models"]):
+        if name not in config["models"]:
+            problems.append(
+                f"config key 'evaluate.models[{index}]': no model named '{name}' "
+                f"(models has: {', '.join(config['models'])})"
+            )
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def training_corpus(config: dict[str, Any], model: str) -> str | None:
+    entry = config["models"][model]
+    return entry.get("train", {}).get("corpus") or entry.get("training_corpus")

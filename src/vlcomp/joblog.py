@@ -1,0 +1,32 @@
+"""Logging for workflow jobs: stderr (tracebacks, tqdm progress) goes to the rule's log."""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+
+@contextmanager
+def job_log(path: str | Path) -> Iterator[Callable[[str], None]]:
+    """Send stderr to ``path`` for the duration of a job; yield a timestamped line logger."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with open(path, "w", buffering=1) as handle:
+        previous = sys.stderr
+        sys.stderr = handle
+
+        def log(message: str) -> None:
+            print(f"[{time.perf_counter() - started:8.1f} s] {message}", file=handle)
+
+        try:
+            yield log
+        except BaseException:
+            import traceback
+
+            traceback.print_exc(file=handle)
+            raise
+        finally:
+            sys.stderr = previous

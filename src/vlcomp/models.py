@@ -1,0 +1,193 @@
+"""Loading CLIP-style models from a config spec, the same way for every source.
+
+A model is an open_clip architecture name plus *either* a pretrained tag (weights that
+open_clip resolves from its cache) *or* a checkpoint path (a state_dict, e.g. the world
+model this workflow trains). Both go through ``open_clip.create_model_and_transforms``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# huggingface_hub reads this at import time; without it a missing pretrained weight retries
+# for ~47 s before failing. Users who want downloads set HF_HUB_OFFLINE=0 themselves.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+import open_clip  # noqa: E402
+import torch  # noqa: E402
+
+MODEL_CONFIG_DIR = Path(__file__).parent / "model_configs"
+open_clip.add_model_config(MODEL_CONFIG_DIR)
+
+
+class ModelUnavailableError(RuntimeError):
+    """A model spec that cannot be loaded on this machine (offline), with what to do about it."""
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    key: str
+    arch: str
+    pretrained: str | None = None
+    checkpoint: str | None = None
+    cache_dir: str | None = None
+
+    @staticmethod
+    def from_config(key: str, entry: dict[str, Any], checkpoint: str | None = None) -> ModelSpec:
+        """Build a spec from a ``models.<key>`` config entry.
+
+        ``checkpoint`` overrides the entry's own (used for models the workflow trains).
+        """
+        return ModelSpec(
+            key=key,
+            arch=entry["open_clip"],
+            pretrained=entry.get("pretrained"),
+            checkpoint=checkpoint or entry.get("checkpoint"),
+            cache_dir=entry.get("cache_dir"),
+        )
+
+    @property
+    def source(self) -> str:
+        return self.checkpoint if self.checkpoint else f"{self.pretrained}"
+
+
+@dataclass
+class LoadedModel:
+    spec: ModelSpec
+    model: torch.nn.Module
+    preprocess: Any
+    tokenizer: Any
+    fingerprint: str
+
+
+def known_architectures() -> list[str]:
+    return list(open_clip.list_models())
+
+
+def check_architecture(arch: str) -> None:
+    if arch not in open_clip.list_models():
+        close = [m for m in open_clip.list_models() if arch.lower() in m.lower()][:5]
+        hint = f" Similar names: {', '.join(close)}." if close else ""
+        raise ModelUnavailableError(f"open_clip has no architecture named '{arch}'.{hint}")
+
+
+def resolve_pretrained(arch: str, tag: str, cache_dir: str | None = None) -> str:
+    """Return the local path of the weights for ``arch``/``tag`` without downloading.
+
+    Raises ModelUnavailableError, quickly, when the weights are not in the local cache.
+    """
+    check_architecture(arch)
+    cfg = open_clip.get_pretrained_cfg(arch, tag)
+    if not cfg:
+        tags = open_clip.list_pretrained_tags_by_model(arch)
+        raise ModelUnavailableError(
+            f"open_clip has no pretrained tag '{tag}' for '{arch}' (known tags: {', '.join(tags)})."
+        )
+    if "file" in cfg:
+        return str(cfg["file"])
+    hub = cfg.get("hf_hub", "")
+    if hub and os.environ.get("HF_HUB_OFFLINE", "0") not in ("0", "false", "False"):
+        from huggingface_hub import try_to_load_from_cache
+
+        parts = hub.rstrip("/").split("/")
+        repo_id, filename = "/".join(parts[:2]), "/".join(parts[2:])
+        names = [filename] if filename else []
+        names += ["open_clip_model.safetensors", "open_clip_pytorch_model.bin"]
+        for name in names:
+            found = try_to_load_from_cache(repo_id, name, cache_dir=cache_dir)
+            if isinstance(found, str):
+                return found
+        raise ModelUnavailableError(
+            f"pretrained weights for {arch}/{tag} are not in the local Hugging Face cache "
+            f"(HF_HUB_OFFLINE=1, nothing is downloaded). On a machine with internet run "
+            f"`huggingface-cli download {repo_id}` and copy the cache "
+            f"(~/.cache/huggingface/hub) here, or set models.<key>.checkpoint to a local "
+            f"state_dict file instead of a pretrained tag."
+        )
+    url = cfg.get("url", "")
+    if url:
+        target = Path(cache_dir or Path.home() / ".cache" / "clip") / os.path.basename(url)
+        if target.is_file():
+            return str(target)
+        raise ModelUnavailableError(
+            f"pretrained weights for {arch}/{tag} are not at {target}; download {url} there "
+            "on a machine with internet, or set models.<key>.checkpoint to a local file."
+        )
+    raise ModelUnavailableError(f"no download location is known for {arch}/{tag}.")
+
+
+def check_available(spec: ModelSpec, produced_by_workflow: bool = False) -> None:
+    """Fail fast (before any job runs) when a spec cannot be loaded offline."""
+    check_architecture(spec.arch)
+    if (spec.pretrained is None) == (spec.checkpoint is None):
+        raise ModelUnavailableError(
+            f"models.{spec.key}: give exactly one of 'pretrained' (an open_clip tag) or "
+            "'checkpoint' (a path)."
+        )
+    if spec.pretrained is not None:
+        resolve_pretrained(spec.arch, spec.pretrained, spec.cache_dir)
+    elif not produced_by_workflow and not Path(spec.checkpoint or "").is_file():
+        raise ModelUnavailableError(
+            f"models.{spec.key}.checkpoint: file not found: {spec.checkpoint}"
+        )
+
+
+def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def model_fingerprint(spec: ModelSpec) -> str:
+    """Identity of the weights, used to key embedding caches."""
+    if spec.checkpoint:
+        return f"{spec.arch}@sha256:{file_sha256(spec.checkpoint)[:16]}"
+    return f"{spec.arch}@{spec.pretrained}"
+
+
+def pick_device(requested: str = "auto") -> torch.device:
+    if requested == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(requested)
+
+
+def load_model(spec: ModelSpec, device: str = "auto") -> LoadedModel:
+    check_available(spec)
+    weights = (
+        spec.checkpoint
+        if spec.checkpoint
+        else resolve_pretrained(spec.arch, spec.pretrained or "", spec.cache_dir)
+    )
+    torch_device = pick_device(device)
+    try:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            spec.arch, pretrained=weights, device=torch_device
+        )
+    except Exception as error:  # open_clip raises many types; name the spec in every case
+        raise ModelUnavailableError(
+            f"models.{spec.key}: could not load {spec.arch} from {weights}: {error}"
+        ) from error
+    model.eval()
+    return LoadedModel(
+        spec=spec,
+        model=model,
+        preprocess=preprocess,
+        tokenizer=open_clip.get_tokenizer(spec.arch),
+        fingerprint=model_fingerprint(spec),
+    )
+
+
+def library_versions() -> dict[str, str]:
+    import torchvision
+
+    return {
+        "torch": torch.__version__,
+        "torchvision": torchvision.__version__,
+        "open_clip": open_clip.__version__,
+    }

@@ -1,0 +1,177 @@
+"""Job-level functions: files in, files out. Each workflow rule calls exactly one of these.
+
+They are plain functions so that every stage can also run without Snakemake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import torch
+from tqdm import tqdm
+
+from vlcomp import __version__
+from vlcomp.corpora import corpus_file, read_corpus
+from vlcomp.embed import EmbeddingCache, embed_images, embed_texts
+from vlcomp.io import read_parquet_metadata, write_json, write_parquet, write_with
+from vlcomp.metrics import retrieval_table
+from vlcomp.models import ModelSpec, file_sha256, library_versions, load_model
+from vlcomp.train import TrainSettings, save_checkpoint, train_clip
+
+Log = Callable[[str], None]
+
+HELD_IN = "held_in"
+HELD_OUT = "held_out"
+
+
+def provenance(**extra: str) -> dict[str, str]:
+    """Key-value metadata written into every Parquet file a model stage produces."""
+    return {"vlcomp": __version__, **library_versions(), **extra}
+
+
+def train_world_model(
+    model_entry: dict[str, Any],
+    corpus_dir: str,
+    corpus_format: str,
+    checkpoint: str,
+    history: str,
+    info: str,
+    log: Log = print,
+) -> None:
+    pairs = read_corpus(corpus_file(corpus_dir, corpus_format), corpus_format)
+    settings = TrainSettings.from_config(model_entry["train"])
+    log(f"training {model_entry['open_clip']} on {pairs.height} pairs from {corpus_dir}")
+    state, losses = train_clip(model_entry["open_clip"], pairs, settings, log)
+    save_checkpoint(state, checkpoint)
+    write_parquet(losses, history, metadata=provenance(arch=model_entry["open_clip"]))
+    write_json(
+        {
+            "arch": model_entry["open_clip"],
+            "train": model_entry["train"],
+            "n_pairs": pairs.height,
+            "final_loss": losses["mean_loss"][-1],
+            "checkpoint_sha256": file_sha256(checkpoint),
+            "versions": provenance(),
+        },
+        info,
+    )
+
+
+def _progress(label: str) -> Callable[[int, int], None]:
+    bar: dict[str, tqdm] = {}
+
+    def update(done: int, total: int) -> None:
+        if label not in bar:
+            bar[label] = tqdm(total=total, desc=label, mininterval=2.0)
+        bar[label].n = done
+        bar[label].refresh()
+        if done >= total:
+            bar[label].close()
+
+    return update
+
+
+def embed_eval_set(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    images_dir: str,
+    truth: str,
+    cache_dir: str,
+    images_out: str,
+    texts_out: str,
+    log: Log = print,
+) -> None:
+    """Embed every evaluation image and caption; reuse cached embeddings by content hash."""
+    torch.set_num_threads(settings["threads"])
+    spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
+    loaded = load_model(spec, device=settings["device"])
+    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
+    captions = pl.read_parquet(truth, columns=["caption_id", "image_id", "text"]).sort("caption_id")
+    image_ids = sorted(set(captions["image_id"].to_list()))
+    paths = [str(Path(images_dir) / f"{image_id}.png") for image_id in image_ids]
+    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
+    image_cache = EmbeddingCache(cache_root, "image")
+    text_cache = EmbeddingCache(cache_root, "text")
+    image_vectors, new_images = embed_images(
+        loaded, paths, settings["batch_size"], image_cache, _progress("images")
+    )
+    text_vectors, new_texts = embed_texts(
+        loaded, captions["text"].to_list(), settings["batch_size"], text_cache, _progress("texts")
+    )
+    log(
+        f"embedded {new_images}/{len(paths)} images and {new_texts}/{captions.height} texts "
+        "(the rest came from the cache)"
+    )
+    meta = provenance(model=model_key, fingerprint=loaded.fingerprint, source=spec.source)
+    dim = image_vectors.shape[1]
+    write_parquet(
+        pl.DataFrame(
+            {"image_id": image_ids, "embedding": image_vectors},
+            schema={"image_id": pl.Int64, "embedding": pl.Array(pl.Float32, dim)},
+        ),
+        images_out,
+        metadata=meta,
+    )
+    write_parquet(
+        captions.with_columns(
+            pl.Series("embedding", text_vectors, dtype=pl.Array(pl.Float32, dim))
+        ).drop("text"),
+        texts_out,
+        metadata=meta,
+    )
+
+
+def holdout_split(holdout: str, images: str, corpus: str | None) -> dict[int, str]:
+    """held_in / held_out per evaluation image for a model trained on ``corpus``."""
+    if corpus is None:
+        return {}
+    table = pl.read_parquet(holdout)
+    image_ids = pl.read_parquet(images, columns=["image_id"])["image_id"].to_list()
+    held_out = set(table.filter(pl.col("corpus") == corpus)["image_id"].to_list())
+    return {int(i): HELD_OUT if i in held_out else HELD_IN for i in image_ids}
+
+
+def world_retrieval(
+    model_key: str,
+    images: str,
+    texts: str,
+    holdout: str,
+    training_corpus: str | None,
+    ks: Sequence[int],
+    metrics_out: str,
+    ranks_out: str,
+    log: Log = print,
+) -> None:
+    image_table = pl.read_parquet(images)
+    text_table = pl.read_parquet(texts)
+    split = holdout_split(holdout, images, training_corpus)
+    table, ranks = retrieval_table(
+        model=model_key,
+        benchmark="world_eval_retrieval",
+        image_ids=image_table["image_id"].to_numpy(),
+        image_emb=image_table["embedding"].to_numpy().astype(np.float32),
+        text_ids=text_table["caption_id"].to_numpy(),
+        text_image_ids=text_table["image_id"].to_numpy(),
+        text_emb=text_table["embedding"].to_numpy().astype(np.float32),
+        image_split=split,
+        ks=ks,
+    )
+    meta = read_parquet_metadata(images)
+    write_parquet(table, metrics_out, metadata=meta)
+    write_parquet(ranks, ranks_out, metadata=meta)
+    for row in table.filter(pl.col("metric").str.ends_with("R@1")).iter_rows(named=True):
+        name, value = f"{row['model']} {row['split']} {row['metric']}", row["value"]
+        log(f"{name}: {value:.3f} (n={row['n']})")
+
+
+def collect_metrics(tables: Sequence[str], parquet_out: str, csv_out: str) -> None:
+    """Stack per-model metric tables; chance rows, identical across models, are kept once."""
+    frame = pl.concat([pl.read_parquet(t) for t in tables]).unique(maintain_order=True)
+    write_parquet(frame, parquet_out, metadata=provenance())
+    write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))

@@ -1,0 +1,135 @@
+"""Make WordNet 3.0 readable by NLTK without internet and without root.
+
+Sources, tried in order: an existing NLTK copy; Debian's ``wordnet-base`` package files
+(already installed under /usr/share/wordnet, or fetched with ``apt-get download``, which
+needs no root, and unpacked with ``dpkg-deb -x``); ``nltk.download`` for users with internet.
+
+Run as ``python -m vlcomp.wordnet_setup <nltk_data_dir>``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+WORDNET_FILES = (
+    "adj.exc adv.exc cntlist cntlist.rev data.adj data.adv data.noun data.verb index.adj "
+    "index.adv index.noun index.sense index.verb noun.exc verb.exc"
+).split()
+
+# The 45 lexicographer files of WordNet 3.0 (lexnames(5WN)), with their syntactic category
+# (1 noun, 2 verb, 3 adjective, 4 adverb): the `lexnames` file NLTK expects and Debian omits.
+LEXNAMES = (
+    [("adj.all", 3), ("adj.pert", 3), ("adv.all", 4)]
+    + [
+        (f"noun.{n}", 1)
+        for n in (
+            "Tops act animal artifact attribute body cognition communication event feeling food "
+            "group location motive object person phenomenon plant possession process quantity "
+            "relation shape state substance time"
+        ).split()
+    ]
+    + [
+        (f"verb.{n}", 2)
+        for n in (
+            "body change cognition communication competition consumption contact creation "
+            "emotion motion perception possession social stative weather"
+        ).split()
+    ]
+    + [("adj.ppl", 3)]
+)
+
+
+def wordnet_ready(nltk_data: Path) -> bool:
+    return (nltk_data / "corpora" / "wordnet" / "lexnames").is_file() and all(
+        (nltk_data / "corpora" / "wordnet" / name).is_file() for name in WORDNET_FILES
+    )
+
+
+def _install_from(source: Path, nltk_data: Path) -> None:
+    target = nltk_data / "corpora" / "wordnet"
+    staging = Path(tempfile.mkdtemp(prefix=".wordnet-", dir=nltk_data))
+    try:
+        for name in WORDNET_FILES:
+            shutil.copyfile(source / name, staging / name)
+        (staging / "lexnames").write_text(
+            "".join(f"{i:02d}\t{name}\t{cat}\n" for i, (name, cat) in enumerate(LEXNAMES))
+        )
+        for path in staging.iterdir():
+            path.chmod(0o644)
+        staging.chmod(0o755)
+        (nltk_data / "corpora").mkdir(parents=True, exist_ok=True)
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def _debian_download(workdir: Path) -> Path | None:
+    if not shutil.which("apt-get") or not shutil.which("dpkg-deb"):
+        return None
+    result = subprocess.run(
+        ["apt-get", "download", "wordnet-base", "wordnet-sense-index"],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        print(f"apt-get download failed: {result.stderr.strip()}", file=sys.stderr)
+        return None
+    for deb in workdir.glob("*.deb"):
+        subprocess.run(["dpkg-deb", "-x", str(deb), str(workdir / "root")], check=True)
+    source = workdir / "root" / "usr" / "share" / "wordnet"
+    return source if (source / "data.noun").is_file() else None
+
+
+def ensure_wordnet(nltk_data: Path) -> str:
+    """Install WordNet under ``nltk_data`` if needed; return where it came from."""
+    nltk_data = nltk_data.resolve()
+    nltk_data.mkdir(parents=True, exist_ok=True)
+    if wordnet_ready(nltk_data):
+        return "already present"
+    system = Path("/usr/share/wordnet")
+    if all((system / name).is_file() for name in WORDNET_FILES):
+        _install_from(system, nltk_data)
+        return str(system)
+    with tempfile.TemporaryDirectory() as tmp:
+        source = _debian_download(Path(tmp))
+        if source is not None:
+            _install_from(source, nltk_data)
+            return "Debian packages wordnet-base + wordnet-sense-index (apt-get download)"
+    import nltk
+
+    if (
+        nltk.download("wordnet", download_dir=str(nltk_data), quiet=True)
+        and (nltk_data / "corpora" / "wordnet.zip").exists()
+    ):
+        return "nltk.download"
+    raise RuntimeError(
+        "WordNet 3.0 could not be installed: no /usr/share/wordnet, `apt-get download "
+        "wordnet-base wordnet-sense-index` failed (on Debian/Ubuntu run `apt-get update` "
+        "first), and nltk.download('wordnet') had no network. Put the WordNet 3.0 dict files "
+        f"in {nltk_data / 'corpora' / 'wordnet'} and rerun."
+    )
+
+
+def check_wordnet(nltk_data: Path) -> int:
+    import nltk
+
+    nltk.data.path.insert(0, str(nltk_data.resolve()))
+    from nltk.corpus import wordnet
+
+    return len(list(wordnet.all_synsets("n")))
+
+
+if __name__ == "__main__":
+    directory = Path(sys.argv[1] if len(sys.argv) > 1 else "resources/nltk_data")
+    origin = ensure_wordnet(directory)
+    synsets = check_wordnet(directory)
+    print(f"WordNet at {directory}/corpora/wordnet ({origin}); {synsets} noun synsets")

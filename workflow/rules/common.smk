@@ -1,0 +1,57 @@
+import re
+import os
+import sys
+
+# The library lives in src/; jobs (local, conda or SLURM) find it through PYTHONPATH.
+SRC_DIR = os.path.join(workflow.basedir, "src")
+sys.path.insert(0, SRC_DIR)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (SRC_DIR, os.environ.get("PYTHONPATH", "")) if p
+)
+# Offline by default: a missing pretrained weight must fail at once, not retry for ~47 s.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from vlcomp.config import ConfigError, training_corpus, validate_config  # noqa: E402
+
+try:
+    config.update(validate_config(config))
+except ConfigError as error:
+    raise WorkflowError(str(error)) from None
+
+
+def check_models_available():
+    from vlcomp.models import ModelSpec, ModelUnavailableError, check_available
+
+    for name in config["evaluate"]["models"]:
+        entry = config["models"][name]
+        try:
+            check_available(
+                ModelSpec.from_config(name, entry, checkpoint=trained_checkpoint(name)),
+                produced_by_workflow="train" in entry,
+            )
+        except ModelUnavailableError as error:
+            raise WorkflowError(str(error)) from None
+
+
+def trained_checkpoint(model):
+    if "train" in config["models"][model]:
+        return f"results/models/{model}/checkpoint.pt"
+    return None
+
+
+def model_weights(wildcards):
+    """The checkpoint a model's jobs depend on (none for pretrained tags)."""
+    entry = config["models"][wildcards.model]
+    if "train" in entry:
+        return trained_checkpoint(wildcards.model)
+    return entry.get("checkpoint", [])
+
+
+check_models_available()
+
+EVAL_MODELS = config["evaluate"]["models"]
+
+
+wildcard_constraints:
+    model="|".join(map(re.escape, config["models"])),
+    corpus="|".join(map(re.escape, config["world"]["corpora"])),

@@ -1,0 +1,19 @@
+rule figure_world_retrieval:
+    input:
+        "results/metrics/world_retrieval.parquet",
+    output:
+        png=report(
+            "results/figures/world_retrieval.png",
+            category="Figures",
+            caption="../report/world_retrieval.rst",
+            labels={"figure": "world retrieval"},
+        ),
+        pdf="results/figures/world_retrieval.pdf",
+    log:
+        "logs/figures/world_retrieval.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Plotting retrieval Recall@K per split"
+    script:
+        "../scripts/figure_world_retrieval.py"

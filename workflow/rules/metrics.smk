@@ -1,0 +1,39 @@
+rule world_retrieval:
+    input:
+        images="results/embeddings/{model}/world_eval_images.parquet",
+        texts="results/embeddings/{model}/world_eval_texts.parquet",
+        holdout="results/world/eval/holdout.parquet",
+    output:
+        metrics="results/metrics/{model}/world_retrieval.parquet",
+        ranks="results/metrics/{model}/world_retrieval_ranks.parquet",
+    params:
+        training_corpus=lambda wc: training_corpus(config, wc.model),
+        recall_at=config["evaluate"]["recall_at"],
+    log:
+        "logs/metrics/{model}_world_retrieval.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Image-text retrieval Recall@K for {wildcards.model}"
+    script:
+        "../scripts/world_retrieval.py"
+
+
+rule collect_world_retrieval:
+    input:
+        expand("results/metrics/{model}/world_retrieval.parquet", model=EVAL_MODELS),
+    output:
+        parquet="results/metrics/world_retrieval.parquet",
+        csv=report(
+            "results/metrics/world_retrieval.csv",
+            category="Metrics",
+            labels={"table": "world retrieval"},
+        ),
+    log:
+        "logs/metrics/collect_world_retrieval.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Collecting retrieval metrics of all models"
+    script:
+        "../scripts/collect_metrics.py"

@@ -1,0 +1,47 @@
+rule world_eval:
+    output:
+        images=directory("results/world/eval/images"),
+        vg=directory("results/world/eval/vg"),
+        coco="results/world/eval/coco_captions.json",
+        truth="results/world/eval/truth.parquet",
+        holdout="results/world/eval/holdout.parquet",
+    params:
+        world=config["world"],
+    log:
+        "logs/world/eval.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Rendering the synthetic evaluation set (Visual Genome + COCO formats)"
+    script:
+        "../scripts/world_eval.py"
+
+
+rule world_corpus:
+    output:
+        directory("results/world/corpora/{corpus}"),
+    params:
+        world=config["world"],
+    log:
+        "logs/world/corpus_{corpus}.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Rendering training corpus {wildcards.corpus} in its native format"
+    script:
+        "../scripts/world_corpus.py"
+
+
+rule world_manifest:
+    output:
+        "results/world/manifest.json",
+    params:
+        world=config["world"],
+    log:
+        "logs/world/manifest.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Writing the hold-out manifest (ground truth for the splits)"
+    script:
+        "../scripts/world_manifest.py"

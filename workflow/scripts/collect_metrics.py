@@ -1,0 +1,6 @@
+from vlcomp.joblog import job_log
+from vlcomp.tasks import collect_metrics
+
+with job_log(snakemake.log[0]) as log:
+    collect_metrics(list(snakemake.input), snakemake.output.parquet, snakemake.output.csv)
+    log(f"collected {len(snakemake.input)} metric tables")

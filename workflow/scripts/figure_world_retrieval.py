@@ -1,0 +1,6 @@
+from vlcomp.figures import plot_world_retrieval
+from vlcomp.joblog import job_log
+
+with job_log(snakemake.log[0]) as log:
+    plot_world_retrieval(snakemake.input[0], snakemake.output.png, snakemake.output.pdf)
+    log(f"wrote {snakemake.output.png} and {snakemake.output.pdf}")
