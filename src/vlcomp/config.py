@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -96,3 +97,58 @@ def _check_references(config: dict[str, Any]) -> None:
 def training_corpus(config: dict[str, Any], model: str) -> str | None:
     entry = config["models"][model]
     return entry.get("train", {}).get("corpus") or entry.get("training_corpus")
+
+
+def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        return {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    return schema
+
+
+def _doc_rows(schema: dict[str, Any], root: dict[str, Any], prefix: str) -> list[str]:
+    schema = _resolve(schema, root)
+    rows = []
+    for key, sub in schema.get("properties", {}).items():
+        sub = _resolve(sub, root)
+        path = f"{prefix}.{key}" if prefix else key
+        kind = sub.get("type", "enum" if "enum" in sub else "")
+        if "enum" in sub:
+            kind = " \\| ".join(f"`{v}`" for v in sub["enum"])
+        default = (
+            f"`{json.dumps(sub['default'])}`"
+            if "default" in sub
+            else "required"
+            if key in schema.get("required", [])
+            else ""
+        )
+        text = " ".join(str(sub.get("description", "")).split())
+        rows.append(f"| `{path}` | {kind} | {default} | {text} |")
+        rows += _doc_rows(sub, root, path)
+        extra = sub.get("additionalProperties")
+        if isinstance(extra, dict):
+            rows += _doc_rows(extra, root, f"{path}.<name>")
+    return rows
+
+
+def config_docs() -> str:
+    """Markdown reference of every key, generated from the schema (config/README.md)."""
+    schema = load_schema()
+    header = [
+        "# Configuration reference",
+        "",
+        "Generated from `src/vlcomp/schemas/config.schema.yaml` by",
+        "`python -m vlcomp.config > config/README.md`; a test keeps it in sync.",
+        "`config/config.yaml` is the embedded default (the synthetic world). A file given",
+        "with `--configfile` is merged over it. Unknown keys are errors; a key with a",
+        "default may be left out. A model needs exactly one of `pretrained`, `checkpoint` or",
+        "`train`.",
+        "",
+        "| key | type | default | meaning |",
+        "|---|---|---|---|",
+    ]
+    return "\n".join(header + _doc_rows(schema, schema, "")) + "\n"
+
+
+if __name__ == "__main__":
+    print(config_docs(), end="")

@@ -457,6 +457,11 @@ def object_phrase(scene: Scene, i: int) -> str:
 
 
 def pair_phrase(scene: Scene, i: int, j: int) -> str:
-    """Region phrase of an ordered pair: "red circle above blue square"."""
+    """Region phrase of an ordered pair: "red circle above blue square".
+
+    Sizes are added when the two objects share shape and colour.
+    """
     a, b = scene.objects[i], scene.objects[j]
+    if (a.shape, a.colour) == (b.shape, b.colour):
+        return f"{a.size} {a.colour} {a.shape} {scene.relation(i, j)} {b.size} {b.colour} {b.shape}"
     return f"{a.colour} {a.shape} {scene.relation(i, j)} {b.colour} {b.shape}"

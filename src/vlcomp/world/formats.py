@@ -159,6 +159,42 @@ def _clip_box(x0: int, y0: int, x1: int, y1: int, size: int) -> tuple[int, int, 
     return x0, y0, x1 - x0, y1 - y0
 
 
+def _regions(
+    scene: Scene, image_id: int, image_size: int, phrase: str, first_id: int
+) -> list[dict[str, Any]]:
+    """Region descriptions: one per object, one per unordered pair, one whole image."""
+    boxes: list[tuple[str, tuple[int, int, int, int]]] = []
+    objs = scene.objects
+    for k, o in enumerate(objs):
+        boxes.append((object_phrase(scene, k), (o.x, o.y, o.x + o.side, o.y + o.side)))
+    for i in range(len(objs)):
+        for j in range(i + 1, len(objs)):
+            a, b = objs[i], objs[j]
+            union = (
+                min(a.x, b.x),
+                min(a.y, b.y),
+                max(a.x + a.side, b.x + b.side),
+                max(a.y + a.side, b.y + b.side),
+            )
+            boxes.append((pair_phrase(scene, i, j), union))
+    boxes.append((phrase, (0, 0, image_size, image_size)))
+    regions = []
+    for k, (text, (x0, y0, x1, y1)) in enumerate(boxes):
+        x, y, w, h = _clip_box(x0, y0, x1, y1, image_size)
+        regions.append(
+            {
+                "region_id": first_id + k,
+                "image_id": image_id,
+                "phrase": text,
+                "x": x,
+                "y": y,
+                "width": w,
+                "height": h,
+            }
+        )
+    return regions
+
+
 def visual_genome(
     image_ids: Sequence[int],
     scenes: Sequence[Scene],
@@ -232,39 +268,8 @@ def visual_genome(
             }
         )
 
-        regions = []
-
-        def region(text: str, box: tuple[int, int, int, int], image_id: int = image_id) -> None:
-            nonlocal next_region
-            x, y, w, h = box
-            regions.append(
-                {
-                    "region_id": next_region,
-                    "image_id": image_id,
-                    "phrase": text,
-                    "x": x,
-                    "y": y,
-                    "width": w,
-                    "height": h,
-                }
-            )
-            next_region += 1
-
-        for k, o in enumerate(scene.objects):
-            region(object_phrase(scene, k), _clip_box(o.x, o.y, o.x + o.side, o.y + o.side, image_size))
-        n = len(scene.objects)
-        for i in range(n):
-            for j in range(i + 1, n):
-                a, b = scene.objects[i], scene.objects[j]
-                box = _clip_box(
-                    min(a.x, b.x),
-                    min(a.y, b.y),
-                    max(a.x + a.side, b.x + b.side),
-                    max(a.y + a.side, b.y + b.side),
-                    image_size,
-                )
-                region(pair_phrase(scene, i, j), box)
-        region(phrase, (0, 0, image_size, image_size))
+        regions = _regions(scene, image_id, image_size, phrase, next_region)
+        next_region += len(regions)
         docs["region_descriptions"].append({"id": image_id, "regions": regions})
     return docs
 

@@ -1,0 +1,264 @@
+"""Entry points: build the eval set, a training corpus, the manifest."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from .captions import Caption, alt_text_caption, clean_caption, eval_captions
+from .config import CorpusSpec, Holdout, WorldSpec, parse_world_config
+from .formats import (
+    HOLDOUT_SCHEMA,
+    ImageDir,
+    coco_captions,
+    laion_frame,
+    scene_frame,
+    truth_frame,
+    tsv_line,
+    visual_genome,
+    write_json_atomic,
+    write_parquet_atomic,
+    write_text_atomic,
+)
+from .render import write_png
+from .scenes import MAX_SCENE_TRIES, Scene, SceneSampler, scene_holdout_items
+from .vocab import COLOUR_RGB, RELATION_SURFACES
+
+log = logging.getLogger(__name__)
+
+# Domain tags keep the eval stream and the corpus streams apart for equal seeds.
+_EVAL_TAG = 0x5EA1
+_CORPUS_TAG = 0xC0DE
+PROGRESS_EVERY = 1000
+
+
+def _streams(entropy: list[int], n: int) -> list[np.random.Generator]:
+    """``n`` independent generators (scenes, captions, ...) from one seed list."""
+    return [np.random.default_rng(s) for s in np.random.SeedSequence(entropy).spawn(n)]
+
+
+def _allowed_predicates(spec: WorldSpec, holdout: Holdout | None) -> frozenset[str]:
+    held = set(holdout.atoms_of_kind("relation")) if holdout else set()
+    return frozenset(r for r in spec.relations if r not in held)
+
+
+def _is_forced_ok(scene: Scene, holdouts: list[Holdout], kinds: tuple[str, ...]) -> bool:
+    return any(k in kinds for h in holdouts for k, _ in scene_holdout_items(scene, h))
+
+
+def eval_scenes(spec: WorldSpec) -> tuple[list[Scene], list[bool]]:
+    """The eval scenes and, per scene, whether it was forced to hold held-out content.
+
+    ``round(heldout_fraction * n_images)`` scenes, at positions chosen at random, are
+    resampled until they contain a held-out binding or triple of some corpus (any
+    held-out item when no corpus holds out bindings or triples).
+    """
+    scene_rng, pick_rng = _streams([spec.seed, _EVAL_TAG, 0], 2)
+    sampler = SceneSampler(spec)
+    holdouts = [c.holdout for c in spec.corpora if not c.holdout.is_empty]
+    has_compounds = any(h.bindings or h.triples for h in holdouts)
+    kinds = ("binding", "triple") if has_compounds else ("binding", "triple", "atom")
+    n = spec.eval.n_images
+    n_forced = round(spec.eval.heldout_fraction * n) if holdouts else 0
+    forced = np.zeros(n, dtype=bool)
+    forced[pick_rng.permutation(n)[:n_forced]] = True
+    scenes = []
+    for k in range(n):
+        scene = sampler.sample(scene_rng)
+        tries = 1
+        while forced[k] and not _is_forced_ok(scene, holdouts, kinds):
+            if tries >= MAX_SCENE_TRIES:
+                raise RuntimeError(f"eval image {k + 1}: no scene with held-out content found")
+            scene = sampler.sample(scene_rng)
+            tries += 1
+        scenes.append(scene)
+    return scenes, forced.tolist()
+
+
+def corpus_scenes(spec: WorldSpec, corpus: CorpusSpec) -> list[Scene]:
+    """The training scenes of one corpus (none holds a held-out item)."""
+    (scene_rng,) = _streams([spec.seed, _CORPUS_TAG, corpus.seed, 0], 1)
+    sampler = SceneSampler(spec, corpus.holdout)
+    return [sampler.sample(scene_rng) for _ in range(corpus.n_images)]
+
+
+def _render_all(spec: WorldSpec, scenes: list[Scene], out_dir: Path, what: str) -> list[str]:
+    """Render scenes as images/<k>.png (k from 1); returns the relative paths."""
+    images = ImageDir(out_dir)
+    urls = []
+    try:
+        for k, scene in enumerate(scenes, start=1):
+            write_png(scene, spec.image_size, images.path(f"{k}.png"))
+            urls.append(f"images/{k}.png")
+            if k % PROGRESS_EVERY == 0:
+                log.info("%s: rendered %d/%d images", what, k, len(scenes))
+    except BaseException:
+        images.abort()
+        raise
+    images.commit()
+    return urls
+
+
+def build_eval_set(world_cfg: Mapping[str, Any], out_dir: Path) -> None:
+    """Render the eval set and write its annotations under ``out_dir``.
+
+    Writes ``images/<image_id>.png`` (ids from 1); Visual Genome JSON in ``vg/``
+    (image_data, objects, attributes, relationships, region_descriptions,
+    scene_graphs; ``url`` is the image path relative to ``out_dir``);
+    ``coco_captions.json`` (``file_name`` relative to ``images/``);
+    ``truth.parquet`` (one row per COCO caption: caption_id "coco-<annotation id>",
+    image_id, text and the ``graphs`` columns); ``holdout.parquet`` (image_id,
+    corpus, kind, value: the held-out items of each corpus each image contains);
+    and ``scenes.parquet`` (one row per drawn object with its box).
+    """
+    spec = parse_world_config(world_cfg)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenes, _forced = eval_scenes(spec)
+    (caption_rng,) = _streams([spec.seed, _EVAL_TAG, 1], 1)
+    allowed = _allowed_predicates(spec, None)
+    image_ids = list(range(1, len(scenes) + 1))
+
+    per_image: list[list[Caption]] = []
+    whole: list[str] = []
+    for scene in scenes:
+        per_image.append(eval_captions(scene, caption_rng, allowed, spec.eval.captions_per_image))
+        whole.append(clean_caption(scene, caption_rng, allowed, mention_all=True).text)
+
+    urls = _render_all(spec, scenes, out_dir, "eval")
+    vg = visual_genome(image_ids, scenes, spec.image_size, urls, whole)
+    for stem, doc in vg.items():
+        write_json_atomic(out_dir / "vg" / f"{stem}.json", doc)
+
+    ann_rows: list[tuple[int, int, str]] = []
+    flat: list[Caption] = []
+    for image_id, caps in zip(image_ids, per_image, strict=True):
+        for cap in caps:
+            ann_rows.append((len(ann_rows) + 1, image_id, cap.text))
+            flat.append(cap)
+    coco = coco_captions(image_ids, [f"{i}.png" for i in image_ids], spec.image_size, ann_rows)
+    write_json_atomic(out_dir / "coco_captions.json", coco)
+
+    leading = {
+        "caption_id": pl.Series("caption_id", [f"coco-{a}" for a, _, _ in ann_rows], pl.Utf8),
+        "image_id": pl.Series("image_id", [i for _, i, _ in ann_rows], pl.Int64),
+    }
+    write_parquet_atomic(out_dir / "truth.parquet", truth_frame(leading, flat))
+    write_parquet_atomic(out_dir / "holdout.parquet", holdout_frame(spec, image_ids, scenes))
+    write_parquet_atomic(out_dir / "scenes.parquet", scene_frame(image_ids, scenes))
+    log.info("eval: %d images, %d captions written to %s", len(scenes), len(flat), out_dir)
+
+
+def holdout_frame(spec: WorldSpec, image_ids: list[int], scenes: list[Scene]) -> pl.DataFrame:
+    """Long table of the held-out items (per configured corpus) each scene contains."""
+    rows: dict[str, list[Any]] = {k: [] for k in HOLDOUT_SCHEMA}
+    for image_id, scene in zip(image_ids, scenes, strict=True):
+        for corpus in spec.corpora:
+            for kind, value in scene_holdout_items(scene, corpus.holdout):
+                for key, v in zip(
+                    HOLDOUT_SCHEMA, (image_id, corpus.name, kind, value), strict=True
+                ):
+                    rows[key].append(v)
+    return pl.DataFrame(rows, schema=HOLDOUT_SCHEMA)
+
+
+def build_corpus(world_cfg: Mapping[str, Any], corpus: str, out_dir: Path) -> None:
+    """Render one training corpus and write its captions in the corpus's native format.
+
+    Under ``out_dir``: ``images/<n>.png`` (n from 1); ``captions.tsv`` (format
+    ``cc12m_tsv``: no header, ``<url>\\t<caption>``, url relative to ``out_dir``) or
+    ``part-00000.parquet`` (format ``laion_parquet``: LAION-400M columns);
+    ``truth.parquet`` (caption_id "<corpus>-<n>", image_id, image, text, graph
+    columns) and ``scenes.parquet``. One caption per image. No scene and no caption
+    contains an item of the corpus's hold-out (see ``scenes.SceneSampler``).
+    """
+    spec = parse_world_config(world_cfg)
+    cspec = spec.corpus(corpus)
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    scenes = corpus_scenes(spec, cspec)
+    (caption_rng,) = _streams([spec.seed, _CORPUS_TAG, cspec.seed, 1], 1)
+    allowed = _allowed_predicates(spec, cspec.holdout)
+    if cspec.caption_style == "clean":
+        caps = [clean_caption(s, caption_rng, allowed) for s in scenes]
+    else:
+        caps = [alt_text_caption(s, caption_rng, allowed) for s in scenes]
+
+    urls = _render_all(spec, scenes, out_dir, corpus)
+    ids = list(range(1, len(scenes) + 1))
+    texts = [" ".join(c.text.split()) for c in caps]
+    if cspec.format == "cc12m_tsv":
+        write_text_atomic(
+            out_dir / "captions.tsv",
+            "".join(tsv_line(u, t) for u, t in zip(urls, texts, strict=True)),
+        )
+    else:
+        write_parquet_atomic(
+            out_dir / "part-00000.parquet", laion_frame(ids, urls, texts, spec.image_size)
+        )
+    leading = {
+        "caption_id": pl.Series("caption_id", [f"{corpus}-{i}" for i in ids], pl.Utf8),
+        "image_id": pl.Series("image_id", ids, pl.Int64),
+        "image": pl.Series("image", urls, pl.Utf8),
+    }
+    write_parquet_atomic(out_dir / "truth.parquet", truth_frame(leading, caps))
+    write_parquet_atomic(out_dir / "scenes.parquet", scene_frame(ids, scenes))
+    log.info("%s: %d images and captions written to %s", corpus, len(scenes), out_dir)
+
+
+def manifest(world_cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """The manifest document (see ``write_manifest``)."""
+    spec = parse_world_config(world_cfg)
+    corpora = {}
+    for c in spec.corpora:
+        h = c.holdout
+        corpora[c.name] = {
+            "format": c.format,
+            "caption_style": c.caption_style,
+            "seed": c.seed,
+            "n_images": c.n_images,
+            "n_captions": c.n_images,
+            "holdout": {
+                "bindings": [list(b) for b in h.bindings],
+                "triples": [list(t) for t in h.triples],
+                "triples_with_converses": [list(t) for t in h.triples_with_converses],
+                "atoms": list(h.atoms),
+                "atoms_by_kind": {
+                    kind: list(h.atoms_of_kind(kind))
+                    for kind in ("shape", "colour", "size", "relation")
+                },
+            },
+        }
+    return {
+        "generator": "vlcomp.world",
+        "seed": spec.seed,
+        "image_size": spec.image_size,
+        "objects_per_scene": [spec.min_objects, spec.max_objects],
+        "vocab": {
+            "shapes": list(spec.shapes),
+            "colours": list(spec.colours),
+            "sizes": list(spec.sizes),
+            "relations": list(spec.relations),
+        },
+        "colour_rgb": {c: list(COLOUR_RGB[c]) for c in spec.colours},
+        "size_pixels": {s: spec.size_pixels(s) for s in spec.sizes},
+        "relation_surface_forms": {p: list(RELATION_SURFACES[p]) for p in spec.relations},
+        "eval": {
+            "n_images": spec.eval.n_images,
+            "captions_per_image": spec.eval.captions_per_image,
+            "n_captions": spec.eval.n_images * spec.eval.captions_per_image,
+            "heldout_fraction": spec.eval.heldout_fraction,
+        },
+        "corpora": corpora,
+    }
+
+
+def write_manifest(world_cfg: Mapping[str, Any], path: Path) -> None:
+    """Write the world's manifest as JSON: vocab, seeds, and per corpus the held-out
+    bindings, triples (converses listed explicitly) and atoms, the format and counts."""
+    write_json_atomic(Path(path), manifest(world_cfg))
