@@ -38,7 +38,7 @@ from .vocab import (
 )
 
 # A piece of caption text; ``node`` is set on the segment holding a mention's noun.
-Segment = tuple[str, "int | None"]
+Segment = tuple[str, int | None]
 
 
 @dataclass(frozen=True)
@@ -88,7 +88,7 @@ class _Text:
         return self.node_of[mid]
 
     def finish(self, segments: list[Segment]) -> Caption:
-        text = "".join(s for s, _ in segments)
+        text = " ".join("".join(s for s, _ in segments).split())
         names = {node: s for s, node in segments if node is not None}
         objects, attributes = [], []
         for mid, node in sorted(self.node_of.items(), key=lambda kv: kv[1]):
@@ -154,6 +154,8 @@ def _stateable(
 
 # --------------------------------------------------------------------------- clean style
 
+_BARE_FORMS = ("left of", "right of")
+
 
 class _Clean:
     def __init__(
@@ -185,14 +187,19 @@ class _Clean:
     def be(self, m: Mention) -> str:
         return "are" if m.is_plural else "is"
 
-    def surf(self, pred: str) -> str:
-        return _choice(self.rng, RELATION_SURFACES[pred])
+    def surf(self, pred: str, bare: bool = True) -> str:
+        """A surface form; ``bare=False`` avoids "left of"/"right of" without a preposition,
+        which read badly fronted ("left of the square there is ...") or after a pronoun."""
+        forms = RELATION_SURFACES[pred]
+        if not bare:
+            forms = tuple(f for f in forms if f not in _BARE_FORMS)
+        return _choice(self.rng, forms)
 
     def relation(self, subj: Mention, pred: str, obj: Mention) -> list[Segment]:
         """One clause stating ``subj pred obj`` in a randomly chosen word order."""
         self.t.relations.append((self.mid(subj), pred, self.mid(obj)))
-        s = self.surf(pred)
         k = int(self.rng.integers(7))
+        s = self.surf(pred, bare=k not in (1, 2, 5))
         if k == 0:
             return [*self.np_(subj), (f" {self.be(subj)} {s} ", None), *self.np_(obj)]
         if k == 1:
@@ -218,7 +225,7 @@ class _Clean:
         return [*head, (f" {s} ", None), *self.np_(obj)]
 
     def double(self, subj: Mention, p1: str, o1: Mention, p2: str, o2: Mention) -> list[Segment]:
-        """ "a red circle is above a blue square and left of a green star"."""
+        """One subject with two relations: "a red circle is above a square and left of a star"."""
         mid = self.mid(subj)
         self.t.relations += [(mid, p1, self.mid(o1)), (mid, p2, self.mid(o2))]
         return [

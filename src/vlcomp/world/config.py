@@ -24,7 +24,7 @@ from .vocab import (
 )
 
 MIN_IMAGE_SIZE = 32
-MAX_OBJECTS = 6
+MAX_OBJECTS = 5  # more do not fit with every pair on a clear axis
 
 Binding = tuple[str, str]
 Triple = tuple[str, str, str]
