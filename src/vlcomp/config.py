@@ -70,6 +70,13 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
 
 
 def _check_references(config: dict[str, Any]) -> None:
+    from vlcomp.world import parse_world_config
+
+    try:
+        parse_world_config(config["world"])
+    except ValueError as error:
+        key, _, message = str(error).partition(": ")
+        raise ConfigError(f"invalid configuration:\n  config key '{key}': {message}") from None
     corpora = config["world"]["corpora"]
     problems = []
     for key, entry in config["models"].items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import math
 import time
 from collections.abc import Callable
@@ -112,5 +113,9 @@ def train_clip(
 
 
 def save_checkpoint(state_dict: dict[str, torch.Tensor], path: str | Path) -> None:
+    # torch.save names the zip's top folder after the file; saving to a buffer keeps the
+    # bytes (and so the checkpoint's sha256, which keys embedding caches) reproducible.
+    buffer = io.BytesIO()
+    torch.save(state_dict, buffer)
     with atomic_path(path) as tmp:
-        torch.save(state_dict, tmp)
+        tmp.write_bytes(buffer.getvalue())

@@ -56,3 +56,11 @@ def test_config_readme_documents_every_key():
     assert (REPO / "config" / "README.md").read_text() == config_docs(), (
         "config/README.md is stale: run `python -m vlcomp.config > config/README.md`"
     )
+
+
+def test_world_semantics_are_checked_with_the_key(default_config):
+    default_config["world"]["corpora"]["cc12m"]["holdout"]["bindings"].append(["teal", "circle"])
+    with pytest.raises(
+        ConfigError, match=r"config key 'world.corpora.cc12m.holdout.bindings\[4\]'"
+    ):
+        validate_config(default_config)

@@ -49,14 +49,21 @@ def test_retrieval_table_perfect_model_and_splits():
     text_image_ids = np.array([1, 1, 2, 3])
     text_emb = image_emb[[0, 0, 1, 2]]
     table, ranks = retrieval_table(
-        "m", "b", image_ids, image_emb, np.array(["a", "b", "c", "d"]), text_image_ids,
-        text_emb, {1: "held_in", 2: "held_in", 3: "held_out"}, ks=(1,),
+        "m",
+        "b",
+        image_ids,
+        image_emb,
+        np.array(["a", "b", "c", "d"]),
+        text_image_ids,
+        text_emb,
+        {1: "held_in", 2: "held_in", 3: "held_out"},
+        ks=(1,),
     )
     model_rows = table.filter(table["model"] == "m")
     assert set(model_rows["split"]) == {"all", "held_in", "held_out"}
     # image 1 has two identical captions: the other caption ties but is also correct
     assert model_rows["value"].to_list() == [1.0] * model_rows.height
-    held_out = model_rows.filter((model_rows["split"] == "held_out"))
+    held_out = model_rows.filter(model_rows["split"] == "held_out")
     assert held_out["n"].to_list() == [1, 1]
     assert set(table["tie_policy"]) == {"tie_counts_as_wrong"}
     assert ranks.height == 3 + 4

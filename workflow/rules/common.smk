@@ -2,12 +2,8 @@ import re
 import os
 import sys
 
-# The library lives in src/; jobs (local, conda or SLURM) find it through PYTHONPATH.
-SRC_DIR = os.path.join(workflow.basedir, "src")
-sys.path.insert(0, SRC_DIR)
-os.environ["PYTHONPATH"] = os.pathsep.join(
-    p for p in (SRC_DIR, os.environ.get("PYTHONPATH", "")) if p
-)
+# The library lives in src/ (rule scripts add it to sys.path themselves).
+sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 # Offline by default: a missing pretrained weight must fail at once, not retry for ~47 s.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

@@ -6,18 +6,18 @@ rule embed_world_eval:
     output:
         images="results/embeddings/{model}/world_eval_images.parquet",
         texts="results/embeddings/{model}/world_eval_texts.parquet",
-    params:
-        model=lambda wc: config["models"][wc.model],
-        checkpoint=lambda wc: trained_checkpoint(wc.model),
-        evaluate=config["evaluate"],
-        cache="results/cache/embeddings",
-    threads: config["evaluate"]["threads"]
     log:
         "logs/embed/{model}_world_eval.log",
     benchmark:
         "benchmarks/embed/{model}_world_eval.tsv"
     conda:
         "../../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        evaluate=config["evaluate"],
+        cache="results/cache/embeddings",
     message:
         "Embedding the evaluation images and captions with {wildcards.model}"
     script:

@@ -6,13 +6,13 @@ rule world_retrieval:
     output:
         metrics="results/metrics/{model}/world_retrieval.parquet",
         ranks="results/metrics/{model}/world_retrieval_ranks.parquet",
-    params:
-        training_corpus=lambda wc: training_corpus(config, wc.model),
-        recall_at=config["evaluate"]["recall_at"],
     log:
         "logs/metrics/{model}_world_retrieval.log",
     conda:
         "../../envs/vlcomp.yaml"
+    params:
+        training_corpus=lambda wc: training_corpus(config, wc.model),
+        recall_at=config["evaluate"]["recall_at"],
     message:
         "Image-text retrieval Recall@K for {wildcards.model}"
     script:

@@ -5,12 +5,12 @@ rule world_eval:
         coco="results/world/eval/coco_captions.json",
         truth="results/world/eval/truth.parquet",
         holdout="results/world/eval/holdout.parquet",
-    params:
-        world=config["world"],
     log:
         "logs/world/eval.log",
     conda:
         "../../envs/vlcomp.yaml"
+    params:
+        world=config["world"],
     message:
         "Rendering the synthetic evaluation set (Visual Genome + COCO formats)"
     script:
@@ -20,12 +20,12 @@ rule world_eval:
 rule world_corpus:
     output:
         directory("results/world/corpora/{corpus}"),
-    params:
-        world=config["world"],
     log:
         "logs/world/corpus_{corpus}.log",
     conda:
         "../../envs/vlcomp.yaml"
+    params:
+        world=config["world"],
     message:
         "Rendering training corpus {wildcards.corpus} in its native format"
     script:
@@ -35,12 +35,12 @@ rule world_corpus:
 rule world_manifest:
     output:
         "results/world/manifest.json",
-    params:
-        world=config["world"],
     log:
         "logs/world/manifest.log",
     conda:
         "../../envs/vlcomp.yaml"
+    params:
+        world=config["world"],
     message:
         "Writing the hold-out manifest (ground truth for the splits)"
     script:

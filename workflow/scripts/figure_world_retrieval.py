@@ -1,3 +1,7 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
 from vlcomp.figures import plot_world_retrieval
 from vlcomp.joblog import job_log
 

@@ -1,3 +1,7 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
 from pathlib import Path
 
 from vlcomp.joblog import job_log

@@ -1,0 +1,173 @@
+"""The real workflow, run by Snakemake on a small config in a temporary working directory."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import polars as pl
+import pytest
+import yaml
+
+from tests.conftest import REPO
+
+SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
+SMALL_CONFIG = REPO / "tests" / "config" / "small.yaml"
+
+pytestmark = pytest.mark.integration
+
+
+def snakemake(workdir: Path, *args: str, config: Path = SMALL_CONFIG, timeout: int = 900):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    command = [
+        SNAKEMAKE, "-s", str(REPO / "Snakefile"), "-d", str(workdir),
+        "--configfile", str(config), "--cores", "2", *args,
+    ]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def parquet_hashes(root: Path) -> dict[str, str]:
+    return {
+        str(path.relative_to(root)): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted((root / "results").rglob("*.parquet"))
+        if "cache" not in path.parts
+    }
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("run")
+    result = snakemake(workdir)
+    assert result.returncode == 0, result.stderr[-4000:]
+    return workdir
+
+
+def test_outputs_exist(run_dir):
+    results = run_dir / "results"
+    for path in [
+        "world/manifest.json",
+        "world/eval/vg/scene_graphs.json",
+        "world/eval/vg/region_descriptions.json",
+        "world/eval/coco_captions.json",
+        "world/corpora/cc12m/captions.tsv",
+        "world/corpora/laion/part-00000.parquet",
+        "models/world_cc12m/checkpoint.pt",
+        "embeddings/world_cc12m/world_eval_images.parquet",
+        "metrics/world_retrieval.csv",
+        "figures/world_retrieval.png",
+        "figures/world_retrieval.pdf",
+    ]:
+        assert (results / path).stat().st_size > 0, path
+    assert (results / "figures/world_retrieval.png").read_bytes()[:4] == b"\x89PNG"
+    assert (results / "figures/world_retrieval.pdf").read_bytes()[:4] == b"%PDF"
+    for log in ["world/eval.log", "train/world_cc12m.log", "embed/world_cc12m_world_eval.log"]:
+        assert (run_dir / "logs" / log).exists(), log
+
+
+def test_metrics_table(run_dir):
+    table = pl.read_parquet(run_dir / "results/metrics/world_retrieval.parquet")
+    assert table.columns == ["model", "benchmark", "split", "metric", "value", "n", "tie_policy"]
+    assert set(table["model"]) == {"world_cc12m", "chance"}
+    assert set(table["split"]) == {"all", "held_in", "held_out"}
+    assert set(table["metric"]) == {"i2t_R@1", "t2i_R@1", "i2t_R@5", "t2i_R@5"}
+    assert table["value"].is_between(0, 1).all()
+    n_all = table.filter((pl.col("split") == "all") & (pl.col("metric") == "t2i_R@1"))["n"]
+    assert n_all.to_list() == [60 * 3, 60 * 3]
+
+    def value(model: str, metric: str) -> float:
+        row = table.filter(
+            (pl.col("model") == model) & (pl.col("split") == "all") & (pl.col("metric") == metric)
+        )
+        return row["value"][0]
+
+    # Even four short epochs on 640 pairs must beat random retrieval clearly.
+    assert value("world_cc12m", "t2i_R@5") > 3 * value("chance", "t2i_R@5")
+
+
+def test_versions_are_recorded(run_dir):
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(run_dir / "results/embeddings/world_cc12m/world_eval_texts.parquet")
+    keys = {k.decode() for k in meta.metadata}
+    assert {"torch", "open_clip", "torchvision", "vlcomp", "fingerprint"} <= keys
+    info = json.loads((run_dir / "results/models/world_cc12m/info.json").read_text())
+    assert info["versions"]["open_clip"]
+
+
+def test_nothing_to_do_on_rerun(run_dir):
+    result = snakemake(run_dir, "-n")
+    assert result.returncode == 0
+    assert "Nothing to be done" in result.stdout + result.stderr
+
+
+def test_one_figure_rebuilds_alone(run_dir):
+    figure = run_dir / "results/figures/world_retrieval.png"
+    figure.unlink()
+    result = snakemake(run_dir, "results/figures/world_retrieval.png")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert figure.exists()
+    jobs = [line for line in result.stdout.splitlines() + result.stderr.splitlines()]
+    assert any("figure_world_retrieval" in line for line in jobs)
+    assert not any("train_model" in line for line in jobs)
+
+
+def test_report(run_dir):
+    result = snakemake(run_dir, "--report", "report.html")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (run_dir / "report.html").stat().st_size > 10_000
+
+
+def test_same_config_gives_byte_identical_parquet(run_dir, tmp_path):
+    result = snakemake(tmp_path)
+    assert result.returncode == 0, result.stderr[-4000:]
+    first, second = parquet_hashes(run_dir), parquet_hashes(tmp_path)
+    assert len(first) >= 10
+    assert first == second
+
+
+def write_config(tmp_path: Path, edit) -> Path:
+    config = yaml.safe_load(SMALL_CONFIG.read_text())
+    edit(config)
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda c: c["world"]["eval"].update(n_images="many"), "world.eval.n_images"),
+        (lambda c: c["evaluate"].update(typo=1), "unknown key(s) 'typo'"),
+        (
+            lambda c: c["models"].update(m={"open_clip": "RN50", "checkpoint": "missing.pt"}),
+            "models.m.checkpoint': file not found: missing.pt",
+        ),
+    ],
+)
+def test_bad_config_fails_before_any_job(tmp_path, edit, message):
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    result = snakemake(workdir, config=write_config(tmp_path, edit))
+    assert result.returncode != 0
+    assert message in result.stderr + result.stdout
+    assert not (workdir / "results").exists()
+
+
+def test_unavailable_pretrained_model_fails_fast(tmp_path):
+    def add_model(config):
+        config["models"]["vitb32"] = {"open_clip": "ViT-B-32-quickgelu", "pretrained": "openai"}
+        config["evaluate"]["models"].append("vitb32")
+
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    started = time.perf_counter()
+    result = snakemake(workdir, config=write_config(tmp_path, add_model))
+    assert result.returncode != 0
+    assert "not in the local Hugging Face cache" in result.stderr + result.stdout
+    assert time.perf_counter() - started < 30
+    assert not (workdir / "results").exists()
