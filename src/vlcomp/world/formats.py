@@ -16,17 +16,10 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.contracts import GRAPH_SCHEMA
+
 from .captions import Caption, object_phrase, pair_phrase
 from .scenes import Scene
-
-OBJECTS_DTYPE = pl.List(pl.Struct({"idx": pl.Int64, "name": pl.Utf8, "lemma": pl.Utf8}))
-ATTRIBUTES_DTYPE = pl.List(pl.Struct({"obj": pl.Int64, "value": pl.Utf8}))
-RELATIONS_DTYPE = pl.List(pl.Struct({"subj": pl.Int64, "pred": pl.Utf8, "obj": pl.Int64}))
-GRAPH_SCHEMA: dict[str, pl.DataType] = {
-    "objects": OBJECTS_DTYPE,
-    "attributes": ATTRIBUTES_DTYPE,
-    "relations": RELATIONS_DTYPE,
-}
 
 LAION_SCHEMA: dict[str, pl.DataType] = {
     "SAMPLE_ID": pl.Int64,

@@ -1,0 +1,74 @@
+"""The Parquet data contracts between stages (DESIGN §2), as polars schemas.
+
+Every stage that writes one of these tables builds it with the schema here, so that a
+stage's output can be read by the next without guessing column names or types.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+OBJECTS_DTYPE = pl.List(pl.Struct({"idx": pl.Int64, "name": pl.String, "lemma": pl.String}))
+ATTRIBUTES_DTYPE = pl.List(pl.Struct({"obj": pl.Int64, "value": pl.String}))
+RELATIONS_DTYPE = pl.List(pl.Struct({"subj": pl.Int64, "pred": pl.String, "obj": pl.Int64}))
+
+# ingest: one row per caption, sharded.
+CAPTIONS_SCHEMA: dict[str, pl.DataType] = {
+    "caption_id": pl.String,
+    "corpus": pl.String,
+    "image_id": pl.String,  # nullable: text-only corpora have no image
+    "text": pl.String,
+}
+
+# ingest: rows a loader could not use, never silently dropped.
+REJECTED_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String,  # file
+    "location": pl.String,  # line number, row index or byte offset in that file
+    "reason": pl.String,
+    "raw": pl.String,  # the offending content, truncated
+}
+
+# parse: one scene graph per caption (the world's ground truth uses the same columns).
+GRAPH_SCHEMA: dict[str, pl.DataType] = {
+    "objects": OBJECTS_DTYPE,
+    "attributes": ATTRIBUTES_DTYPE,
+    "relations": RELATIONS_DTYPE,
+}
+GRAPHS_SCHEMA: dict[str, pl.DataType] = {
+    "caption_id": pl.String,
+    **GRAPH_SCHEMA,
+    "parser": pl.String,  # backend + model + version, e.g. "vlcomp-spacy/en_core_web_sm-3.8.0"
+    "ok": pl.Boolean,
+}
+
+# negatives: candidate texts per evaluation item; exactly one positive per item.
+CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,  # e.g. "sugarcrepe", "aro_vg_relation", "crepe_systematicity"
+    "item_id": pl.String,
+    "image": pl.String,  # image file or id; nullable for text-only checks
+    "text": pl.String,
+    "is_positive": pl.Boolean,
+    "family": pl.String,  # atom, comp, swap, neg, replace, add
+    "target": pl.String,  # obj, att, rel (nullable)
+    "generator": pl.String,  # template, llm:<model>, imported:<source>
+    "provenance": pl.String,  # free text: file, key, seed
+}
+
+# refine: one text-only score per (scorer, text); higher = more likely / acceptable.
+SCORES_SCHEMA: dict[str, pl.DataType] = {
+    "scorer": pl.String,
+    "text_key": pl.String,  # sha256 of the UTF-8 text
+    "score": pl.Float64,
+}
+
+
+def empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)
+
+
+def conform(frame: pl.DataFrame, schema: dict[str, pl.DataType], name: str) -> pl.DataFrame:
+    """Select and cast ``frame`` to ``schema``; raise naming the table and missing columns."""
+    missing = [column for column in schema if column not in frame.columns]
+    if missing:
+        raise ValueError(f"{name}: missing column(s) {missing} of the contract")
+    return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
