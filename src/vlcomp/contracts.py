@@ -41,6 +41,21 @@ GRAPHS_SCHEMA: dict[str, pl.DataType] = {
     "ok": pl.Boolean,
 }
 
+# splits: evaluation items (e.g. Visual Genome regions with CREPE's filters), with the
+# item's scene graph (from the dataset's annotation when it has one, else parsed).
+EVAL_ITEMS_SCHEMA: dict[str, pl.DataType] = {
+    "item_id": pl.String,
+    "source": pl.String,  # e.g. "vg_regions", "coco"
+    "image_id": pl.String,
+    "region_id": pl.String,  # nullable
+    "text": pl.String,
+    "x": pl.Int64,  # region box in pixels (nullable for whole-image items)
+    "y": pl.Int64,
+    "width": pl.Int64,
+    "height": pl.Int64,
+    **GRAPH_SCHEMA,
+}
+
 # negatives: candidate texts per evaluation item; exactly one positive per item.
 CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,  # e.g. "sugarcrepe", "aro_vg_relation", "crepe_systematicity"
