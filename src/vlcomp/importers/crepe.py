@@ -1,0 +1,140 @@
+"""CREPE hard-negative CSVs (Ma et al., 2023) as candidates.
+
+Systematicity files (``syst_vg_hard_negs_<split>_in_<corpus>.csv``) have ``image_id,
+region_id, caption, x, y, width, height, valid_hard_negs_atom, valid_hard_negs_comp,
+valid_hard_negs_combined``; productivity files (``prod_vg_hard_negs_<type>_complexity_<n>.csv``,
+type atom / negate / swap) have ``hard_negs`` instead. The hard-negative columns hold
+Python list literals. One CSV row gives one item per hard-negative kind; the item's image is
+the Visual Genome image id with the region as ``#xywh=``.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from vlcomp.importers.common import (
+    CandidateRows,
+    Imported,
+    ImportFormatError,
+    region_image,
+    require_text,
+    source_label,
+)
+
+GENERATOR = "imported:crepe"
+SYSTEMATICITY_KINDS = {"atom": "atom", "comp": "comp", "combined": "combined"}
+# productivity hard-negative type (from the file name) -> family
+PRODUCTIVITY_FAMILIES = {"atom": "atom", "negate": "neg", "swap": "swap"}
+_PROD_NAME = re.compile(r"prod_vg_hard_negs_(atom|negate|swap)_complexity_(\d+)$")
+_BOX = ("x", "y", "width", "height")
+
+
+def _parse_list(raw: str, column: str, where: str) -> list[str]:
+    try:
+        value = ast.literal_eval(raw)
+    except (ValueError, SyntaxError) as error:
+        raise ImportFormatError(
+            f"{where}: {column} is not a Python list literal: {raw[:80]!r}"
+        ) from error
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise ImportFormatError(f"{where}: {column} must be a list of strings, got {raw[:80]!r}")
+    return list(value)
+
+
+def _box(row: dict[str, str], where: str) -> tuple[float, ...]:
+    values = []
+    for name in _BOX:
+        try:
+            value = float(row[name])
+        except ValueError as error:
+            raise ImportFormatError(f"{where}: {name} is not a number: {row[name]!r}") from error
+        if value < 0 or value != value:
+            raise ImportFormatError(f"{where}: {name} is invalid ({row[name]!r})")
+        values.append(value)
+    if values[2] <= 0 or values[3] <= 0:
+        raise ImportFormatError(f"{where}: empty region (width={values[2]}, height={values[3]})")
+    return tuple(values)
+
+
+def read_crepe_csv(
+    path: str | Path,
+    kinds: Sequence[str] = ("atom", "comp"),
+    benchmark: str | None = None,
+) -> Imported:
+    """Systematicity or productivity file, told apart by its header.
+
+    ``kinds`` picks the systematicity hard-negative columns (atom, comp, combined); it is
+    ignored for productivity files, whose family comes from the file name. item_id is
+    ``crepe/<file stem>/<row>/<kind>`` with the 0-based data row. Rows whose negatives are
+    empty, or negatives equal to the caption or repeated, go to ``rejected``.
+    """
+    path = Path(path)
+    label = source_label(path)
+    with path.open(newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        header = reader.fieldnames or []
+        base = ["image_id", "caption", *_BOX]
+        if "hard_negs" in header:
+            match = _PROD_NAME.search(path.stem)
+            if not match:
+                raise ImportFormatError(
+                    f"{path}: productivity file name must look like "
+                    "prod_vg_hard_negs_<atom|negate|swap>_complexity_<n>.csv"
+                )
+            columns = {PRODUCTIVITY_FAMILIES[match.group(1)]: "hard_negs"}
+            benchmark = benchmark or "crepe_productivity"
+        else:
+            unknown = [k for k in kinds if k not in SYSTEMATICITY_KINDS]
+            if unknown:
+                raise ValueError(
+                    f"unknown CREPE kind(s) {unknown}; expected {sorted(SYSTEMATICITY_KINDS)}"
+                )
+            columns = {SYSTEMATICITY_KINDS[k]: f"valid_hard_negs_{k}" for k in kinds}
+            benchmark = benchmark or "crepe_systematicity"
+        missing = [c for c in [*base, *columns.values()] if c not in header]
+        if missing:
+            raise ImportFormatError(f"{path}: missing column(s) {missing} (header: {header})")
+        rows = CandidateRows()
+        for index, row in enumerate(reader):
+            where = f"{path}, row {index} (line {reader.line_num})"
+            if None in row or any(row.get(c) is None for c in header):
+                raise ImportFormatError(f"{where}: wrong number of fields")
+            image_id = require_text(row["image_id"], "image_id", where).strip()
+            caption = require_text(row["caption"], "caption", where)
+            image = region_image(image_id, *_box(row, where))
+            region = f";region_id={row['region_id']}" if row.get("region_id") else ""
+            for family, column in columns.items():
+                negatives = _parse_list(row[column], column, where)
+                kept: list[str] = []
+                for negative in negatives:
+                    if negative == caption:
+                        reason = f"{column}: negative equals the caption"
+                    elif negative in kept:
+                        reason = f"{column}: repeated negative"
+                    elif not negative.strip():
+                        reason = f"{column}: empty negative"
+                    else:
+                        kept.append(negative)
+                        continue
+                    rows.reject(label, f"row={index}", reason, negative)
+                if not kept:
+                    rows.reject(
+                        label, f"row={index}", f"{column}: no usable hard negatives", row[column]
+                    )
+                    continue
+                rows.add_item(
+                    benchmark=benchmark,
+                    item_id=f"crepe/{path.stem}/{index}/{family}",
+                    image=image,
+                    positive=caption,
+                    negatives=kept,
+                    family=family,
+                    target=None,
+                    generator=GENERATOR,
+                    provenance=f"{label}#row={index}{region}",
+                )
+    return rows.build()

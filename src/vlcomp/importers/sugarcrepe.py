@@ -1,0 +1,153 @@
+"""SugarCrepe JSON files (Hsieh et al., 2023) as candidates.
+
+Each file ``<type>.json`` is a JSON object keyed by a string index, each value
+``{filename, caption, negative_caption}``. The published ``refined`` files are *re-indexed*
+(keys 0..n-1 with gaps), so a refined item's key is not its key in the ``unrefined`` file of
+the same type: match the two by content with :func:`match_refined`.
+
+Texts are kept verbatim (some captions carry leading or trailing whitespace in the release),
+so that scorers and models see exactly what the published evaluation sees.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import polars as pl
+
+from vlcomp.importers.common import (
+    CandidateRows,
+    Imported,
+    ImportFormatError,
+    concat_imports,
+    require_text,
+    source_label,
+)
+
+# type -> (family, target). The first public release named objects "ent" (add_ent, ...).
+SUGARCREPE_TYPES: dict[str, tuple[str, str]] = {
+    "add_att": ("add", "att"),
+    "add_obj": ("add", "obj"),
+    "replace_att": ("replace", "att"),
+    "replace_obj": ("replace", "obj"),
+    "replace_rel": ("replace", "rel"),
+    "swap_att": ("swap", "att"),
+    "swap_obj": ("swap", "obj"),
+}
+_ALIASES = {"add_ent": "add_obj", "replace_ent": "replace_obj", "swap_ent": "swap_obj"}
+GENERATOR = "imported:sugarcrepe"
+BENCHMARKS = {"refined": "sugarcrepe", "unrefined": "sugarcrepe_unrefined"}
+
+
+def sugarcrepe_type(family: str, target: str) -> str:
+    return f"{family}_{target}"
+
+
+def _reject_duplicate_keys(where: str):
+    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        seen: dict[str, object] = {}
+        for key, value in pairs:
+            if key in seen:
+                raise ImportFormatError(f"{where}: duplicate key {key!r}")
+            seen[key] = value
+        return seen
+
+    return hook
+
+
+def read_sugarcrepe_file(
+    path: str | Path, variant: str | None = None, benchmark: str | None = None
+) -> Imported:
+    """One ``<type>.json`` file; ``variant`` defaults to the parent folder's name.
+
+    item_id is ``sugarcrepe/<variant>/<type>/<key>`` with the file's original key.
+    """
+    path = Path(path)
+    type_name = _ALIASES.get(path.stem, path.stem)
+    if type_name not in SUGARCREPE_TYPES:
+        raise ImportFormatError(
+            f"{path}: unknown SugarCrepe type {path.stem!r} (expected one of "
+            f"{sorted(SUGARCREPE_TYPES)})"
+        )
+    variant = variant or path.parent.name
+    benchmark = benchmark or BENCHMARKS.get(variant, f"sugarcrepe_{variant}")
+    family, target = SUGARCREPE_TYPES[type_name]
+    try:
+        data = json.loads(
+            path.read_text(encoding="utf-8"), object_pairs_hook=_reject_duplicate_keys(str(path))
+        )
+    except json.JSONDecodeError as error:
+        raise ImportFormatError(f"{path}: not valid JSON ({error})") from error
+    if not isinstance(data, dict):
+        raise ImportFormatError(
+            f"{path}: expected a JSON object keyed by index, got {type(data).__name__}"
+        )
+    rows = CandidateRows()
+    label = source_label(path)
+    for key, record in data.items():
+        where = f"{path}, key {key!r}"
+        if not isinstance(record, dict):
+            raise ImportFormatError(f"{where}: expected an object, got {type(record).__name__}")
+        missing = [f for f in ("filename", "caption", "negative_caption") if f not in record]
+        if missing:
+            raise ImportFormatError(f"{where}: missing field(s) {missing}")
+        filename = require_text(record["filename"], "filename", where)
+        positive = require_text(record["caption"], "caption", where)
+        negative = require_text(record["negative_caption"], "negative_caption", where)
+        if positive == negative:
+            rows.reject(label, f"key={key}", "negative_caption equals caption", positive)
+            continue
+        rows.add_item(
+            benchmark=benchmark,
+            item_id=f"sugarcrepe/{variant}/{type_name}/{key}",
+            image=filename,
+            positive=positive,
+            negatives=[negative],
+            family=family,
+            target=target,
+            generator=GENERATOR,
+            provenance=f"{label}#key={key}",
+        )
+    return rows.build()
+
+
+def read_sugarcrepe_dir(
+    directory: str | Path, variant: str | None = None, benchmark: str | None = None
+) -> Imported:
+    """Every known ``<type>.json`` in ``directory`` (sorted by type); error if none."""
+    directory = Path(directory)
+    files = sorted(
+        p for p in directory.glob("*.json") if _ALIASES.get(p.stem, p.stem) in SUGARCREPE_TYPES
+    )
+    if not files:
+        raise ImportFormatError(f"{directory}: no SugarCrepe <type>.json files")
+    return concat_imports([read_sugarcrepe_file(p, variant, benchmark) for p in files])
+
+
+def content_key_frame(candidates: pl.DataFrame) -> pl.DataFrame:
+    """Per paired item: benchmark, item_id, family, target and the (image, positive, negative)
+    content that identifies it across re-indexed releases."""
+    pos = candidates.filter(pl.col("is_positive")).select(
+        "benchmark", "item_id", "family", "target", "image", pl.col("text").alias("positive")
+    )
+    neg = candidates.filter(~pl.col("is_positive")).select(
+        "benchmark", "item_id", pl.col("text").alias("negative")
+    )
+    return pos.join(neg, on=["benchmark", "item_id"], how="inner")
+
+
+def match_refined(refined: pl.DataFrame, unrefined: pl.DataFrame) -> pl.DataFrame:
+    """Map each refined item to the unrefined item(s) with the same type, image and texts.
+
+    Returns refined_item_id, unrefined_item_id (null where a refined item has no match);
+    an item matches several rows only when the unrefined file itself repeats a pair.
+    """
+    on = ["family", "target", "image", "positive", "negative"]
+    left = content_key_frame(refined).select(*on, pl.col("item_id").alias("refined_item_id"))
+    right = content_key_frame(unrefined).select(*on, pl.col("item_id").alias("unrefined_item_id"))
+    return (
+        left.join(right, on=on, how="left", nulls_equal=True)
+        .select("refined_item_id", "unrefined_item_id")
+        .sort("refined_item_id", "unrefined_item_id")
+    )

@@ -1,0 +1,98 @@
+"""Figures of the refine stage (PNG + PDF, written deterministically)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import polars as pl
+from matplotlib.colors import LogNorm
+
+from vlcomp.figures import _save
+from vlcomp.refine.candidates import GROUP_COLUMNS
+
+
+def _label(row: dict[str, object], group_by: list[str]) -> str:
+    return " / ".join(str(row[c]) for c in group_by if row[c] is not None)
+
+
+def plot_refinement_gaps(
+    items: pl.DataFrame,
+    png: str | Path,
+    pdf: str | Path,
+    scorer_names: tuple[str, str] = ("scorer 1", "scorer 2"),
+    group_by: list[str] | None = None,
+    bins: int = 40,
+) -> None:
+    """SugarCrepe Fig. 4 style: per group, a 2-D histogram of the two scorers' normalised
+    gaps before (left) and after (right) refinement, with P(gap > 0) of each scorer."""
+    group_by = list(group_by or GROUP_COLUMNS)
+    groups = items.select(group_by).unique().sort(group_by, nulls_last=True).to_dicts()
+    fig, axes = plt.subplots(
+        len(groups), 2, figsize=(6.4, 2.9 * len(groups)), squeeze=False, sharex=True, sharey=True
+    )
+    edges = np.linspace(-1.0, 1.0, bins + 1)
+    for row_axes, group in zip(axes, groups, strict=True):
+        rows = items.filter(
+            pl.all_horizontal(
+                pl.col(c).is_null() if group[c] is None else pl.col(c) == group[c] for c in group_by
+            )
+        )
+        for ax, (stage, subset) in zip(
+            row_axes, [("before", rows), ("after", rows.filter("kept"))], strict=True
+        ):
+            x, y = subset["normalised_1"].to_numpy(), subset["normalised_2"].to_numpy()
+            counts, _, _ = np.histogram2d(x, y, bins=[edges, edges])
+            if counts.any():
+                ax.pcolormesh(
+                    edges, edges, np.ma.masked_equal(counts.T, 0), norm=LogNorm(), cmap="viridis"
+                )
+            ax.axhline(0, color="grey", linewidth=0.5)
+            ax.axvline(0, color="grey", linewidth=0.5)
+            g1, g2 = subset["gap_1"].to_numpy(), subset["gap_2"].to_numpy()
+            share = [f"{(g > 0).mean():.2f}" if g.size else "-" for g in (g1, g2)]
+            ax.set_title(
+                f"{_label(group, group_by)}: {stage} (n={subset.height})\n"
+                f"P(gap>0) = {share[0]} / {share[1]}",
+                fontsize=7,
+            )
+            ax.set_xlim(-1, 1)
+            ax.set_ylim(-1, 1)
+            ax.set_aspect("equal")
+            ax.tick_params(labelsize=6)
+    for ax in axes[-1]:
+        ax.set_xlabel(f"normalised gap, {scorer_names[0]}", fontsize=7)
+    for ax in axes[:, 0]:
+        ax.set_ylabel(f"normalised gap, {scorer_names[1]}", fontsize=7)
+    fig.tight_layout()
+    _save(fig, png, pdf)
+
+
+def plot_prior_heatmap(
+    table: pl.DataFrame, png: str | Path, pdf: str | Path, lm_name: str = "blind LM"
+) -> None:
+    """Accuracy per (positive, negative) perplexity bin, one panel per model; cells with
+    fewer than ``min_count`` items are masked (grey)."""
+    models = table["model"].unique().sort().to_list()
+    bins = int(table["positive_bin"].max()) + 1
+    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
+    cmap = plt.get_cmap("RdYlGn").copy()
+    cmap.set_bad("#dddddd")
+    image = None
+    for ax, model in zip(axes[0], models, strict=True):
+        rows = table.filter(pl.col("model") == model).sort("positive_bin", "negative_bin")
+        values = rows["accuracy"].fill_null(np.nan).to_numpy().reshape(bins, bins)
+        image = ax.imshow(np.ma.masked_invalid(values), origin="lower", cmap=cmap, vmin=0, vmax=1)
+        for (i, j), value in np.ndenumerate(values):
+            if np.isfinite(value):
+                ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=4.5)
+        ax.set_title(f"{model} (masked: n < {int(rows['min_count'][0])})", fontsize=8)
+        ax.set_xlabel(f"negative perplexity bin ({lm_name}, low to high)", fontsize=7)
+        ax.set_ylabel("positive perplexity bin (low to high)", fontsize=7)
+        ax.set_xticks(range(bins))
+        ax.set_yticks(range(bins))
+        ax.tick_params(labelsize=6)
+    if image is not None:
+        fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="accuracy")
+    _save(fig, png, pdf)

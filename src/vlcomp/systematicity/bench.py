@@ -1,0 +1,114 @@
+"""Throughput of the counting stage (``count_shard`` on every shard + ``merge_counts``).
+
+``python -m vlcomp.systematicity.bench TRUTH WORK_DIR [--rows N] [--shards K] [--vocab V]``
+replicates a graphs table (e.g. a world ``truth.parquet``) to N rows in K shards, then
+counts and merges them in a fresh child process, whose peak resident memory
+(``resource.getrusage``) is therefore that of the counting alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import resource
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from .counts import count_shard, merge_counts
+
+
+def replicate_graphs(
+    truth: Path, n_rows: int, n_shards: int, out_dir: Path, vocab: int = 1
+) -> list[Path]:
+    """Write ``n_rows`` graph rows (copies of ``truth``) as ``n_shards`` Parquet shards.
+
+    Caption ids are made unique; with ``vocab`` > 1 object names and lemmas get one of
+    ``vocab`` suffixes (by copy), multiplying the vocabulary like a real corpus's long tail.
+    Rows carry ``parser`` and ``ok`` (every 100th row not ok) like parser output.
+    """
+    base = pl.read_parquet(truth).select("caption_id", "objects", "attributes", "relations")
+    copies = -(-n_rows // base.height)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    per_shard = -(-n_rows // n_shards)
+    frames = []
+    for k in range(copies):
+        frame = base.with_columns(pl.col("caption_id") + f"#{k}")
+        if vocab > 1:
+            suffix = f"{k % vocab}" if k % vocab else ""
+            frame = frame.with_columns(
+                pl.col("objects").list.eval(
+                    pl.struct(
+                        pl.element().struct.field("idx"),
+                        pl.element().struct.field("name") + suffix,
+                        pl.element().struct.field("lemma") + suffix,
+                    )
+                )
+            )
+        frames.append(frame)
+    table = pl.concat(frames).head(n_rows).with_row_index("_i")
+    table = table.with_columns(
+        pl.lit("bench/world-truth").alias("parser"), (pl.col("_i") % 100 != 99).alias("ok")
+    ).drop("_i")
+    for s in range(n_shards):
+        path = out_dir / f"shard-{s:04d}.parquet"
+        table.slice(s * per_shard, per_shard).write_parquet(path)
+        paths.append(path)
+    return paths
+
+
+def _count_and_merge(shards: list[Path], work_dir: Path) -> dict[str, float]:
+    t0 = time.perf_counter()
+    partials = []
+    for shard in shards:
+        part = work_dir / "partial" / shard.stem
+        count_shard(shard, part)
+        partials.append(part)
+    t1 = time.perf_counter()
+    merge_counts(partials, work_dir / "merged")
+    t2 = time.perf_counter()
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return {"count_s": t1 - t0, "merge_s": t2 - t1, "peak_rss_mib": peak_kib / 1024}
+
+
+def benchmark_counting(
+    truth: Path, work_dir: Path, n_rows: int = 2_000_000, n_shards: int = 4, vocab: int = 1
+) -> dict[str, Any]:
+    """Generate the shards, count + merge them in a child process, return the numbers."""
+    work_dir = Path(work_dir)
+    shards = replicate_graphs(Path(truth), n_rows, n_shards, work_dir / "graphs", vocab)
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
+        timing = pool.submit(_count_and_merge, shards, work_dir).result()
+    total = timing["count_s"] + timing["merge_s"]
+    return {
+        "rows": n_rows,
+        "shards": n_shards,
+        "vocab": vocab,
+        **timing,
+        "captions_per_s": n_rows / total if total else float("inf"),
+        "polars_threads": pl.thread_pool_size(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("truth", type=Path)
+    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--vocab", type=int, default=1)
+    args = parser.parse_args(argv)
+    result = benchmark_counting(args.truth, args.work_dir, args.rows, args.shards, args.vocab)
+    print(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
