@@ -11,6 +11,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/world.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/negatives.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
@@ -25,3 +26,6 @@ rule all:
         "results/metrics/world_retrieval.csv",
         "results/figures/world_retrieval.png",
         "results/figures/world_retrieval.pdf",
+        "results/metrics/world_pairs.csv",
+        "results/figures/world_pairs.png",
+        "results/figures/world_pairs.pdf",

@@ -84,3 +84,40 @@ def plot_world_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) 
     fig.suptitle("Image-text retrieval on the synthetic world", fontsize=11)
     fig.tight_layout()
     _save(fig, png, pdf)
+
+
+def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
+    """Accuracy per negative type (x) and split (bars), one panel per model; chance at 0.5."""
+    table = pl.read_parquet(metrics).filter(pl.col("metric") == "accuracy")
+    models = [m for m in table["model"].unique(maintain_order=True).to_list() if m != "chance"]
+    families = sorted(set(table["family"].to_list()))
+    splits = [s for s in SPLIT_ORDER if s in set(table["split"].to_list())]
+    fig, axes = plt.subplots(
+        1, len(models), figsize=(1.2 + 1.5 * len(families), 3.6), squeeze=False, sharey=True
+    )
+    width = 0.8 / max(1, len(splits))
+    for ax, model in zip(axes[0], models, strict=True):
+        rows = table.filter(pl.col("model") == model)
+        for s_index, split in enumerate(splits):
+            xs, values, ns = [], [], []
+            for f_index, family in enumerate(families):
+                cell = rows.filter((pl.col("split") == split) & (pl.col("family") == family))
+                if cell.height:
+                    xs.append(f_index + (s_index - (len(splits) - 1) / 2) * width)
+                    values.append(cell["value"][0])
+                    ns.append(cell["n"][0])
+            ax.bar(xs, values, width, color=SPLIT_COLOURS.get(split, "#999999"), label=split)
+            for x, value, n in zip(xs, values, ns, strict=True):
+                ax.text(x, value + 0.01, f"{value:.2f} n={n}", ha="center", va="bottom",
+                        fontsize=5.5, rotation=90)  # fmt: skip
+        ax.axhline(0.5, color="black", linewidth=1.0, linestyle="--")
+        ax.set_xticks(range(len(families)), families, rotation=20, fontsize=8)
+        ax.set_ylim(0, 1.15)
+        ax.set_title(model, fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    axes[0][0].set_ylabel("accuracy (tie counts as wrong)")
+    axes[0][-1].legend(fontsize=7, title="split (dashed: chance)", title_fontsize=7,
+                       loc="upper right", ncols=len(splits))  # fmt: skip
+    fig.suptitle("Caption vs one-change hard negative on the synthetic world", fontsize=11)
+    fig.tight_layout()
+    _save(fig, png, pdf)

@@ -20,6 +20,7 @@ METRIC_SCHEMA = {
     "model": pl.String,
     "benchmark": pl.String,
     "split": pl.String,
+    "family": pl.String,  # negative type, e.g. "swap_att"; "all" where not applicable
     "metric": pl.String,
     "value": pl.Float64,
     "n": pl.Int64,
@@ -86,27 +87,8 @@ def retrieval_table(
             np.ones_like(image_splits, dtype=bool) if split == "all" else image_splits == split
         )
         txt_sel = np.ones_like(text_splits, dtype=bool) if split == "all" else text_splits == split
+        n_img, n_txt = int(img_sel.sum()), int(txt_sel.sum())
         for k in ks:
-            rows.append(
-                (
-                    model,
-                    benchmark,
-                    split,
-                    f"i2t_R@{k}",
-                    recall_at(i2t_rank[img_sel], k),
-                    int(img_sel.sum()),
-                )
-            )
-            rows.append(
-                (
-                    model,
-                    benchmark,
-                    split,
-                    f"t2i_R@{k}",
-                    recall_at(t2i_rank[txt_sel], k),
-                    int(txt_sel.sum()),
-                )
-            )
             chance_i2t = (
                 float(
                     np.mean(
@@ -119,17 +101,21 @@ def retrieval_table(
                 if img_sel.any()
                 else float("nan")
             )
-            rows.append(("chance", benchmark, split, f"i2t_R@{k}", chance_i2t, int(img_sel.sum())))
-            rows.append(
+            i2t, t2i = f"i2t_R@{k}", f"t2i_R@{k}"
+            rows += [
+                (model, benchmark, split, "all", i2t, recall_at(i2t_rank[img_sel], k), n_img),
+                (model, benchmark, split, "all", t2i, recall_at(t2i_rank[txt_sel], k), n_txt),
+                ("chance", benchmark, split, "all", i2t, chance_i2t, n_img),
                 (
                     "chance",
                     benchmark,
                     split,
-                    f"t2i_R@{k}",
+                    "all",
+                    t2i,
                     chance_text_to_image(len(image_ids), k),
-                    int(txt_sel.sum()),
-                )
-            )
+                    n_txt,
+                ),
+            ]
     table = pl.DataFrame([(*r, TIE_POLICY) for r in rows], schema=METRIC_SCHEMA, orient="row")
     ranks = pl.concat(
         [
@@ -154,3 +140,38 @@ def retrieval_table(
         ]
     )
     return table, ranks
+
+
+def pair_accuracy_table(
+    model: str,
+    benchmark: str,
+    predictions: pl.DataFrame,
+) -> pl.DataFrame:
+    """Binary accuracy (positive scored above the negative; a tie is wrong) per split and
+    family, micro over items and macro over families, with chance rows (0.5).
+
+    ``predictions``: one row per item with ``split``, ``family`` and boolean ``correct``.
+    """
+    rows = []
+    splits = ["all", *sorted(set(predictions["split"].to_list()) - {"all"})]
+    families = sorted(set(predictions["family"].to_list()))
+    for split in splits:
+        in_split = predictions if split == "all" else predictions.filter(pl.col("split") == split)
+        per_family = []
+        for family in families:
+            part = in_split.filter(pl.col("family") == family)
+            if part.height:
+                accuracy = float(part["correct"].mean())
+                per_family.append(accuracy)
+                rows.append((model, benchmark, split, family, "accuracy", accuracy, part.height))
+                rows.append(("chance", benchmark, split, family, "accuracy", 0.5, part.height))
+        if in_split.height:
+            micro = float(in_split["correct"].mean())
+            rows.append((model, benchmark, split, "all", "accuracy_micro", micro, in_split.height))
+            rows.append(
+                (model, benchmark, split, "all", "accuracy_macro", float(np.mean(per_family)),
+                 in_split.height)
+            )  # fmt: skip
+            rows.append(("chance", benchmark, split, "all", "accuracy_micro", 0.5, in_split.height))
+            rows.append(("chance", benchmark, split, "all", "accuracy_macro", 0.5, in_split.height))
+    return pl.DataFrame([(*r, TIE_POLICY) for r in rows], schema=METRIC_SCHEMA, orient="row")

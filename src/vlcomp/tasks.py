@@ -16,10 +16,10 @@ from tqdm import tqdm
 
 from vlcomp import __version__
 from vlcomp.corpora import corpus_file, read_corpus
-from vlcomp.embed import EmbeddingCache, embed_images, embed_texts
+from vlcomp.embed import EmbeddingCache, embed_images, embed_texts, text_key
 from vlcomp.io import read_parquet_metadata, write_json, write_parquet, write_with
-from vlcomp.metrics import retrieval_table
-from vlcomp.models import ModelSpec, file_sha256, library_versions, load_model
+from vlcomp.metrics import pair_accuracy_table, retrieval_table
+from vlcomp.models import LoadedModel, ModelSpec, file_sha256, library_versions, load_model
 from vlcomp.train import TrainSettings, save_checkpoint, train_clip
 
 Log = Callable[[str], None]
@@ -75,6 +75,26 @@ def _progress(label: str) -> Callable[[int, int], None]:
     return update
 
 
+def _open_model(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    cache_dir: str,
+    log: Log,
+) -> tuple[LoadedModel, EmbeddingCache, EmbeddingCache]:
+    torch.set_num_threads(settings["threads"])
+    spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
+    loaded = load_model(spec, device=settings["device"])
+    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
+    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
+    return loaded, EmbeddingCache(cache_root, "image"), EmbeddingCache(cache_root, "text")
+
+
+def _model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
+    return provenance(model=model_key, fingerprint=loaded.fingerprint, source=loaded.spec.source)
+
+
 def embed_eval_set(
     model_key: str,
     model_entry: dict[str, Any],
@@ -88,16 +108,12 @@ def embed_eval_set(
     log: Log = print,
 ) -> None:
     """Embed every evaluation image and caption; reuse cached embeddings by content hash."""
-    torch.set_num_threads(settings["threads"])
-    spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
-    loaded = load_model(spec, device=settings["device"])
-    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
+    loaded, image_cache, text_cache = _open_model(
+        model_key, model_entry, checkpoint, settings, cache_dir, log
+    )
     captions = pl.read_parquet(truth, columns=["caption_id", "image_id", "text"]).sort("caption_id")
     image_ids = sorted(set(captions["image_id"].to_list()))
     paths = [str(Path(images_dir) / f"{image_id}.png") for image_id in image_ids]
-    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
-    image_cache = EmbeddingCache(cache_root, "image")
-    text_cache = EmbeddingCache(cache_root, "text")
     image_vectors, new_images = embed_images(
         loaded, paths, settings["batch_size"], image_cache, _progress("images")
     )
@@ -108,7 +124,7 @@ def embed_eval_set(
         f"embedded {new_images}/{len(paths)} images and {new_texts}/{captions.height} texts "
         "(the rest came from the cache)"
     )
-    meta = provenance(model=model_key, fingerprint=loaded.fingerprint, source=spec.source)
+    meta = _model_metadata(model_key, loaded)
     dim = image_vectors.shape[1]
     write_parquet(
         pl.DataFrame(
@@ -127,12 +143,19 @@ def embed_eval_set(
     )
 
 
-def holdout_split(holdout: str, images: str, corpus: str | None) -> dict[int, str]:
-    """held_in / held_out per evaluation image for a model trained on ``corpus``."""
+def holdout_split(
+    holdout: str, images: str | None, corpus: str | None, image_ids: pl.Series | None = None
+) -> dict[int, str]:
+    """held_in / held_out per evaluation image for a model trained on ``corpus``.
+
+    The images are those of the ``images`` embedding table, or ``image_ids``.
+    """
     if corpus is None:
         return {}
     table = pl.read_parquet(holdout)
-    image_ids = pl.read_parquet(images, columns=["image_id"])["image_id"].to_list()
+    if image_ids is None:
+        image_ids = pl.read_parquet(images, columns=["image_id"])["image_id"]
+    image_ids = image_ids.unique().sort().to_list()
     held_out = set(table.filter(pl.col("corpus") == corpus)["image_id"].to_list())
     return {int(i): HELD_OUT if i in held_out else HELD_IN for i in image_ids}
 
@@ -175,3 +198,103 @@ def collect_metrics(tables: Sequence[str], parquet_out: str, csv_out: str) -> No
     frame = pl.concat([pl.read_parquet(t) for t in tables]).unique(maintain_order=True)
     write_parquet(frame, parquet_out, metadata=provenance())
     write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))
+
+
+def evaluate_pairs(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    candidates: str,
+    images_dir: str,
+    holdout: str,
+    training_corpus: str | None,
+    cache_dir: str,
+    predictions_out: str,
+    metrics_out: str,
+    log: Log = print,
+) -> None:
+    """Image-conditioned choice between each item's positive and its negative(s)."""
+    loaded, image_cache, text_cache = _open_model(
+        model_key, model_entry, checkpoint, settings, cache_dir, log
+    )
+    table = pl.read_parquet(candidates)
+    image_names = sorted(set(table["image"].to_list()), key=lambda name: (len(name), name))
+    image_vectors, new_images = embed_images(
+        loaded,
+        [str(Path(images_dir) / f"{name}.png") for name in image_names],
+        settings["batch_size"],
+        image_cache,
+        _progress("images"),
+    )
+    text_vectors, new_texts = embed_texts(
+        loaded, table["text"].to_list(), settings["batch_size"], text_cache, _progress("texts")
+    )
+    log(
+        f"embedded {new_images}/{len(image_names)} images and {new_texts}/{table.height} texts "
+        "(the rest came from the cache)"
+    )
+    image_row = {name: i for i, name in enumerate(image_names)}
+    similarity = np.einsum(
+        "ij,ij->i",
+        text_vectors,
+        image_vectors[[image_row[name] for name in table["image"].to_list()]],
+    )
+    scored = table.with_columns(
+        similarity=pl.Series(similarity.astype(np.float64)),
+        text_key=pl.Series([text_key(t) for t in table["text"].to_list()]),
+    )
+    split = holdout_split(holdout, None, training_corpus, image_ids=table["image"].cast(pl.Int64))
+    predictions = item_predictions(model_key, scored, split)
+    meta = _model_metadata(model_key, loaded)
+    write_parquet(predictions, predictions_out, metadata=meta)
+    benchmark = table["benchmark"][0] if table.height else "empty"
+    metrics = pair_accuracy_table(model_key, benchmark, predictions)
+    write_parquet(metrics, metrics_out, metadata=meta)
+    for row in metrics.filter(pl.col("model") == model_key).iter_rows(named=True):
+        if row["split"] == "all":
+            log(f"{row['family']} {row['metric']}: {row['value']:.3f} (n={row['n']})")
+
+
+def item_predictions(model: str, scored: pl.DataFrame, split: dict[int, str]) -> pl.DataFrame:
+    """One row per item: best negative vs positive similarity; a tie counts as wrong."""
+    positives = scored.filter(pl.col("is_positive")).select(
+        "benchmark", "item_id", "image", "family", "target",
+        pos_score=pl.col("similarity"), pos_text_key=pl.col("text_key"),
+    )  # fmt: skip
+    negatives = (
+        scored.filter(~pl.col("is_positive"))
+        .sort("item_id", "similarity", "text_key", descending=[False, True, False])
+        .group_by("item_id", maintain_order=True)
+        .agg(
+            neg_score=pl.col("similarity").first(),
+            neg_text_key=pl.col("text_key").first(),
+            n_negatives=pl.len(),
+        )
+    )
+    return (
+        positives.join(negatives, on="item_id", how="inner")
+        .with_columns(
+            model=pl.lit(model),
+            family=pl.concat_str("family", "target", separator="_"),
+            split=pl.col("image").map_elements(
+                lambda name: split.get(int(name), "all"), return_dtype=pl.String
+            ),
+            correct=pl.col("pos_score") > pl.col("neg_score"),
+        )
+        .select(
+            "model",
+            "benchmark",
+            "item_id",
+            "image",
+            "family",
+            "split",
+            "pos_score",
+            "neg_score",
+            "correct",
+            "n_negatives",
+            "pos_text_key",
+            "neg_text_key",
+        )  # fmt: skip
+        .sort("item_id")
+    )

@@ -318,6 +318,7 @@ def test_visual_genome_files(world: Path) -> None:
         "relationships",
         "region_descriptions",
         "scene_graphs",
+        "region_graphs",
     }
     size = 64
     for im in docs["image_data"]:
@@ -353,6 +354,48 @@ def test_visual_genome_files(world: Path) -> None:
         for r in sg["relationships"]:
             assert r["subject_id"] in ids and r["object_id"] in ids
             assert r["predicate"] in CONVERSE
+
+
+def test_region_graphs_state_exactly_what_the_phrase_states(world: Path) -> None:
+    vg = world / "eval/vg"
+    described = json.loads((vg / "region_descriptions.json").read_text())
+    graphs = json.loads((vg / "region_graphs.json").read_text())
+    scene_graphs = json.loads((vg / "scene_graphs.json").read_text())
+    assert [g["image_id"] for g in graphs] == [d["id"] for d in described]
+    for entry, graph, sg in zip(described, graphs, scene_graphs, strict=True):
+        objects = {o["object_id"]: o for o in sg["objects"]}
+        rels = {(r["subject_id"], r["object_id"]): r for r in sg["relationships"]}
+        n = len(objects)
+        assert len(graph["regions"]) == len(entry["regions"]) == n + n * (n - 1) // 2 + 1
+        for k, (region, rg) in enumerate(zip(entry["regions"], graph["regions"], strict=True)):
+            assert {key: rg[key] for key in region} == region  # same id, phrase and box
+            for o in rg["objects"]:
+                full = objects[o["object_id"]]
+                assert o["name"] == full["names"][0]
+                assert {c: o[c] for c in "xywh"} == {c: full[c] for c in "xywh"}
+                assert set(o["attributes"]) <= set(full["attributes"])
+            for r in rg["relationships"]:
+                ref = rels[(r["subject_id"], r["object_id"])]
+                assert (r["relationship_id"], r["predicate"]) == (
+                    ref["relationship_id"],
+                    ref["predicate"],
+                )
+            words = [[*o["attributes"], o["name"]] for o in rg["objects"]]
+            if k < n:  # one object: "a small red circle"
+                assert not rg["relationships"] and len(words[0]) == 3
+                assert rg["phrase"].split()[1:] == words[0]
+            elif k < len(entry["regions"]) - 1:  # a pair: "red circle above blue square"
+                (rel,) = rg["relationships"]
+                assert rg["phrase"] == " ".join([*words[0], rel["predicate"], *words[1]])
+            else:  # the whole image: every object, with its colour; relations as written
+                assert sorted(o["object_id"] for o in rg["objects"]) == sorted(objects)
+                text = rg["phrase"].lower()
+                for o in rg["objects"]:
+                    assert objects[o["object_id"]]["attributes"][0] in o["attributes"]
+                    assert all(w in text for w in [*o["attributes"], o["name"]])
+                for r in rg["relationships"]:
+                    forms = [s for s, p in SURFACE_TO_PREDICATE.items() if p == r["predicate"]]
+                    assert any(f in text for f in forms), (text, r["predicate"])
 
 
 def test_coco_captions_mention_every_object(world: Path, cfg: dict[str, Any]) -> None:

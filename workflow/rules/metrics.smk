@@ -37,3 +37,51 @@ rule collect_world_retrieval:
         "Collecting retrieval metrics of all models"
     script:
         "../scripts/collect_metrics.py"
+
+
+rule world_pairs_accuracy:
+    input:
+        weights=model_weights,
+        candidates="results/negatives/world_pairs/candidates.parquet",
+        images="results/world/eval/images",
+        holdout="results/world/eval/holdout.parquet",
+    output:
+        predictions="results/metrics/{model}/world_pairs_predictions.parquet",
+        metrics="results/metrics/{model}/world_pairs.parquet",
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        evaluate=config["evaluate"],
+        training_corpus=lambda wc: training_corpus(config, wc.model),
+        cache="results/cache/embeddings",
+    threads: config["evaluate"]["threads"]
+    log:
+        "logs/metrics/{model}_world_pairs.log",
+    benchmark:
+        "benchmarks/metrics/{model}_world_pairs.tsv"
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Positive-vs-hard-negative accuracy of {wildcards.model} on the world's pairs"
+    script:
+        "../scripts/world_pairs_accuracy.py"
+
+
+rule collect_world_pairs:
+    input:
+        expand("results/metrics/{model}/world_pairs.parquet", model=EVAL_MODELS),
+    output:
+        parquet="results/metrics/world_pairs.parquet",
+        csv=report(
+            "results/metrics/world_pairs.csv",
+            category="Metrics",
+            labels={"table": "world pairs"},
+        ),
+    log:
+        "logs/metrics/collect_world_pairs.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Collecting pair accuracies of all models"
+    script:
+        "../scripts/collect_metrics.py"

@@ -5,6 +5,7 @@ rule world_eval:
         coco="results/world/eval/coco_captions.json",
         truth="results/world/eval/truth.parquet",
         holdout="results/world/eval/holdout.parquet",
+        scenes="results/world/eval/scenes.parquet",
     log:
         "logs/world/eval.log",
     conda:

@@ -5,19 +5,23 @@ top-level key, one at a time: memory holds one element (plus a read chunk), neve
 document. The stdlib decoder parses each element; the reader only walks the brackets and
 commas between them. A document that is not valid JSON (truncated, a broken element,
 invalid UTF-8, trailing garbage) raises ``CorruptInputError`` naming the file and the byte
-offset where parsing failed.
+offset where parsing failed (in the decompressed stream for .gz, .bz2 and .xz files).
 """
 
 from __future__ import annotations
 
+import bz2
 import codecs
+import gzip
 import json
+import lzma
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 CHUNK_BYTES = 1 << 20
+COMPRESSED = (".gz", ".bz2", ".xz")
 _WS = re.compile(r"[ \t\n\r]*")
 # A decoder error this close to the end of the buffer may only mean "read more".
 _END_SLACK = 8
@@ -30,6 +34,12 @@ class CorruptInputError(ValueError):
         super().__init__(f"{path}: {where}: {message}")
         self.path = str(path)
         self.where = where
+
+
+def open_binary(path: Path) -> IO[bytes]:
+    """``path`` for reading bytes, decompressed on the fly when it ends in .gz, .bz2 or .xz."""
+    openers: dict[str, Callable[..., Any]] = {".gz": gzip.open, ".bz2": bz2.open, ".xz": lzma.open}
+    return openers.get(path.suffix, open)(path, "rb")
 
 
 class _Buffer:
@@ -64,7 +74,11 @@ class _Buffer:
         self.offset(self.pos)
         self.text = self.text[self.pos :]
         self.pos = self.mark = 0
-        data = self.handle.read(max(self.chunk, len(self.text)))
+        try:
+            data = self.handle.read(max(self.chunk, len(self.text)))
+        except (OSError, EOFError, lzma.LZMAError) as err:
+            where = f"byte {self.bytes_read}"
+            raise CorruptInputError(self.path, where, f"unreadable: {err}") from None
         try:
             self.text += self.utf8.decode(data, final=not data)
         except UnicodeDecodeError as err:
@@ -137,8 +151,8 @@ def iter_json_array(
     (other values are parsed and skipped); a missing key raises ``CorruptInputError``.
     """
     path = Path(path)
-    with open(path, "rb") as handle:
-        buf = _Buffer(handle, path, chunk)
+    with open_binary(path) as handle:
+        buf = _Buffer(handle, path, chunk)  # type: ignore[arg-type]
         if key is None:
             yield from _elements(buf)
         else:

@@ -21,18 +21,22 @@ The non-English heuristic (no language model; meant to drop the obvious cases):
 
 1. *script*: of the alphabetic characters, fewer than ``min_ascii_letter_share`` are ASCII
    letters (catches CJK, Cyrillic, Arabic, Greek, heavily accented text);
-2. *function words*: at least ``min_foreign_stopwords`` tokens are common function words of
-   German, French, Spanish, Italian, Portuguese or Dutch (``FOREIGN_STOPWORDS``, words that
-   are also English such as "die", "van", "do" left out) and they outnumber the English
+2. *function words*: the caption's words (lower-cased, punctuation removed) include at
+   least ``min_foreign_stopwords`` distinct common function words of German, French,
+   Spanish, Italian, Portuguese or Dutch (``FOREIGN_STOPWORDS``; words that are also English,
+   such as "die", "van", "do", "de", are left out), and more of them than distinct English
    function words (``ENGLISH_STOPWORDS``).
 
 Short noun-phrase captions ("red circle", "Blue Star Icon") have no function words and
-pass. Both rules can be switched off with ``english: false``.
+pass; so do names with one foreign word ("La La Land", "Tour de France"). Both rules can
+be switched off with ``english: false``.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import string
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -60,7 +64,7 @@ FOREIGN_STOPWORDS: frozenset[str] = frozenset(
     im bei auch oder wie nach ich wir sie ihr
     """
     # French
-    """le la les des du et est une avec dans sur au aux ce cette qui que nous vous sont
+    """le la les des du un et est une avec dans sur au aux ce cette qui que nous vous sont
     """
     # Spanish
     """el los las del con y por para es al una uno su sus muy
@@ -78,6 +82,7 @@ FOREIGN_STOPWORDS: frozenset[str] = frozenset(
 # C0 controls except \t \n \v \f \r, DEL and C1 controls.
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 _ASCII_LETTER = re.compile("[A-Za-z]")
+_PUNCTUATION = str.maketrans({c: " " for c in string.punctuation})
 
 
 class RulesError(ValueError):
@@ -115,9 +120,17 @@ class CaptionRules:
         return rules
 
 
-def truncate(raw: Any, limit: int) -> str:
-    """``raw`` as text cut to ``limit`` characters (an ellipsis marks the cut)."""
-    text = raw if isinstance(raw, str) else repr(raw)
+def truncate(raw: Any, limit: int) -> str | None:
+    """``raw`` as text (JSON for structured values) cut to ``limit`` characters; an ellipsis
+    marks the cut. None stays None."""
+    if raw is None:
+        return None
+    if isinstance(raw, str):
+        text = raw
+    elif isinstance(raw, bytes):
+        text = raw.decode("utf-8", errors="replace")
+    else:
+        text = json.dumps(raw, ensure_ascii=False, sort_keys=True, default=str)
     return text if len(text) <= limit else text[:limit] + "…"
 
 
@@ -135,12 +148,11 @@ def looks_non_english(text: str, rules: CaptionRules) -> bool:
         _, share = _letter_share(text)
         if share < rules.min_ascii_letter_share:
             return True
-    words = text.lower().split()
-    foreign = sum(w.strip(".,;:!?\"'()") in FOREIGN_STOPWORDS for w in words)
+    words = set(text.lower().translate(_PUNCTUATION).split())
+    foreign = len(FOREIGN_STOPWORDS.intersection(words))
     if foreign < rules.min_foreign_stopwords:
         return False
-    english = sum(w.strip(".,;:!?\"'()") in ENGLISH_STOPWORDS for w in words)
-    return foreign > english
+    return foreign > len(ENGLISH_STOPWORDS.intersection(words))
 
 
 def screen(text: Any, rules: CaptionRules) -> tuple[str | None, str | None]:

@@ -134,14 +134,11 @@ def _balance(cell: np.ndarray, mirror: np.ndarray, draw: np.ndarray) -> np.ndarr
     starts = np.flatnonzero(np.r_[True, block[1:] != block[:-1]])
     sizes = np.diff(np.r_[starts, block.size])
     rank = np.arange(block.size) - np.repeat(starts, sizes)
-    blocks, counts = block[starts], sizes
-    per_side = {(int(b) // 2, int(b) % 2): int(n) for b, n in zip(blocks, counts, strict=True)}
-    quota = np.array(
-        [
-            min(per_side.get((int(b) // 2, 0), 0), per_side.get((int(b) // 2, 1), 0))
-            for b in block[starts]
-        ]
-    )
+    # Blocks ascend; a block's mirror block differs only in the side bit.
+    ids = block[starts]
+    at = np.minimum(np.searchsorted(ids, ids ^ 1), ids.size - 1)
+    mirror_size = np.where(ids[at] == (ids ^ 1), sizes[at], 0)
+    quota = np.minimum(sizes, mirror_size)
     keep[order] = rank < np.repeat(quota, sizes)
     return keep
 

@@ -20,7 +20,7 @@ import polars as pl
 
 from vlcomp.importers.common import Imported
 from vlcomp.importers.sugarcrepe import match_refined, read_sugarcrepe_dir
-from vlcomp.io import read_parquet_metadata, write_parquet
+from vlcomp.io import atomic_path, write_parquet
 from vlcomp.refine.blind import TiePolicy, blind_accuracy
 from vlcomp.refine.figures import plot_refinement_gaps
 from vlcomp.refine.refinement import RefinementResult, refine_candidates
@@ -73,37 +73,15 @@ def check_blind_by_type(
             .select("scorer", "variant", "type", "average", "n", "ties", "accuracy", "tie_policy")
         )
     table = pl.concat(parts)
-    wide = table.with_columns(
-        pl.format("{} ({})", "variant", "average").alias("column"),
-    ).with_columns(
-        pl.when(pl.col("average") == "group")
-        .then(pl.col("variant"))
-        .otherwise(pl.col("column"))
-        .alias("column")
-    )
-    lines = [f"Blind accuracy per type (tie policy: {tie_policy}; ties = positive ties negative)\n"]
+    lines = [f"Blind accuracy per type (tie policy: {tie_policy}; ties: positive = negative)\n"]
     for scorer in scorers:
-        rows = wide.filter((pl.col("scorer") == scorer) & (pl.col("average") == "group"))
-        pivot = rows.pivot("variant", index="type", values="accuracy").join(
-            rows.pivot("variant", index="type", values="ties").rename(
-                {"unrefined": "ties unrefined", "refined": "ties refined"}
-            ),
-            on="type",
+        rows = table.filter(pl.col("scorer") == scorer).with_columns(
+            pl.when(pl.col("average") == "group")
+            .then(pl.col("type"))
+            .otherwise(pl.col("average"))
+            .alias("type")
         )
-        summary = table.filter((pl.col("scorer") == scorer) & (pl.col("average") != "group"))
-        for row in summary.iter_rows(named=True):
-            pivot = pl.concat(
-                [
-                    pivot,
-                    pl.DataFrame(
-                        {
-                            "type": [f"{row['average']} ({row['variant']})"],
-                            row["variant"]: [row["accuracy"]],
-                        }
-                    ),
-                ],
-                how="diagonal_relaxed",
-            )
+        pivot = rows.pivot("variant", index="type", values=["n", "accuracy", "ties"])
         lines += [f"\n**{scorer}**\n\n", markdown_table(pivot)]
     return Check(table, "".join(lines))
 
@@ -144,15 +122,28 @@ def check_refinement(
     total = counts.select(
         pl.lit("all").alias("type"), *(pl.col(c).sum() for c in counts.columns if c != "type")
     )
-    counts = pl.concat([counts.sort("type"), total]).with_columns(
+    counts = pl.concat([counts.sort("type"), total.select(counts.columns)]).with_columns(
         kept_share=pl.col("kept") / pl.col("n_unrefined")
     )
     accuracy = _typed(result.accuracy.filter(pl.col("average") != "macro")).select(
         "stage", "scorer", "type", "n", "ties", "accuracy"
     )
     wide = accuracy.pivot("stage", index=["scorer", "type"], values=["accuracy", "ties"])
+    kept = result.items.filter("kept")
+    balance = pl.concat(
+        [
+            _typed(kept.with_columns(gap=pl.col(f"gap_{k + 1}"), scorer=pl.lit(name)))
+            for k, name in enumerate(scorers)
+        ]
+    )
+    balance = (
+        pl.concat([balance, balance.with_columns(type=pl.lit("all"))])
+        .group_by("scorer", "type")
+        .agg(p_win_untied_after=(pl.col("gap") > 0).sum() / (pl.col("gap") != 0).sum())
+    )
     table = (
         counts.join(wide, on="type", how="left")
+        .join(balance, on=["scorer", "type"], how="left")
         .select(
             "type",
             "n_unrefined",
@@ -165,6 +156,7 @@ def check_refinement(
             "accuracy_after",
             "ties_before",
             "ties_after",
+            "p_win_untied_after",
         )
         .sort(pl.col("type") == "all", "type", "scorer")
     )
@@ -173,7 +165,9 @@ def check_refinement(
         f"Refinement of unrefined/ with {scorers[0]} (1) and {scorers[1]} (2): K={grid}, "
         f"seed={seed}, normalisation={list(normalisation)} resolved per type to "
         f"{sorted(set(resolved['normalisation_1']))} / {sorted(set(resolved['normalisation_2']))}; "
-        f"accuracy tie policy {tie_policy} (rows 'all' are micro averages). Published: "
+        f"accuracy tie policy {tie_policy} (rows 'all' are micro averages); "
+        "p_win_untied_after: share of positive gaps among the nonzero gaps of the kept pairs "
+        f"(1/2 by construction). Published: "
         f"{sum(PUBLISHED_REFINED_COUNTS.values())} of {PUBLISHED_UNREFINED_TOTAL}.\n\n"
         + markdown_table(table)
     )
@@ -227,20 +221,18 @@ def sugarcrepe_audit(
 ) -> dict[str, Path]:
     """Run checks (a)-(c) and write tables (Parquet + Markdown), the refinement's items and
     gap figure, the scores, and ``audit.md`` with everything. (b) uses the first two scorers
-    and is skipped with fewer. ``scores_cache``: a scores Parquet reused (and rewritten).
+    and is skipped with fewer. ``scores_cache``: the shared score cache of ``vlcomp.scorers``
+    (read and extended), so that reruns score nothing twice.
     """
     out = Path(out_dir)
     refined, unrefined = load_sugarcrepe(sugarcrepe_dir)
     objects = [resolve_scorer(s) for s in scorers]
     names = [s.name for s in objects]
-    cache = pl.read_parquet(scores_cache) if scores_cache and Path(scores_cache).exists() else None
     texts = pl.concat([refined.candidates, unrefined.candidates])
-    scores = score_candidates(texts, objects, cache)
+    scores = score_candidates(texts, objects, scores_cache)
     meta = {"scorers": json.dumps(names), "sugarcrepe_dir": str(sugarcrepe_dir)}
     paths: dict[str, Path] = {"scores": out / "scores.parquet"}
     write_parquet(scores, paths["scores"], meta)
-    if scores_cache:
-        write_parquet(scores, scores_cache, meta)
     checks = {
         "blind_by_type": check_blind_by_type(
             refined.candidates, unrefined.candidates, scores, names, tie_policy
@@ -281,18 +273,5 @@ def sugarcrepe_audit(
 
 
 def write_text(path: Path, text: str) -> None:
-    from vlcomp.io import atomic_path
-
     with atomic_path(path) as tmp:
         tmp.write_text(text, encoding="utf-8")
-
-
-__all__ = [
-    "Check",
-    "check_blind_by_type",
-    "check_refinement",
-    "check_word_multisets",
-    "load_sugarcrepe",
-    "read_parquet_metadata",
-    "sugarcrepe_audit",
-]

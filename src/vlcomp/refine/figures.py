@@ -26,7 +26,8 @@ def plot_refinement_gaps(
     bins: int = 40,
 ) -> None:
     """SugarCrepe Fig. 4 style: per group, a 2-D histogram of the two scorers' normalised
-    gaps before (left) and after (right) refinement, with P(gap > 0) of each scorer."""
+    gaps before (left) and after (right) refinement; titles give each scorer's share of
+    positive gaps among the nonzero ones, and its number of zero gaps (ties)."""
     group_by = list(group_by or GROUP_COLUMNS)
     groups = items.select(group_by).unique().sort(group_by, nulls_last=True).to_dicts()
     fig, axes = plt.subplots(
@@ -51,10 +52,11 @@ def plot_refinement_gaps(
             ax.axhline(0, color="grey", linewidth=0.5)
             ax.axvline(0, color="grey", linewidth=0.5)
             g1, g2 = subset["gap_1"].to_numpy(), subset["gap_2"].to_numpy()
-            share = [f"{(g > 0).mean():.2f}" if g.size else "-" for g in (g1, g2)]
+            wins = [f"{(g > 0).sum() / max(1, (g != 0).sum()):.2f}" for g in (g1, g2)]
+            ties = [str(int((g == 0).sum())) for g in (g1, g2)]
             ax.set_title(
                 f"{_label(group, group_by)}: {stage} (n={subset.height})\n"
-                f"P(gap>0) = {share[0]} / {share[1]}",
+                f"P(gap>0 | gap!=0) = {wins[0]} / {wins[1]}; ties {ties[0]} / {ties[1]}",
                 fontsize=7,
             )
             ax.set_xlim(-1, 1)
@@ -77,8 +79,7 @@ def plot_prior_heatmap(
     models = table["model"].unique().sort().to_list()
     bins = int(table["positive_bin"].max()) + 1
     fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
-    cmap = plt.get_cmap("RdYlGn").copy()
-    cmap.set_bad("#dddddd")
+    cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#dddddd")
     image = None
     for ax, model in zip(axes[0], models, strict=True):
         rows = table.filter(pl.col("model") == model).sort("positive_bin", "negative_bin")

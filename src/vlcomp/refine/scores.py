@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -11,73 +11,68 @@ import polars as pl
 
 from vlcomp.contracts import SCORES_SCHEMA
 from vlcomp.scorers.base import TextScorer
+from vlcomp.scorers.corpus import text_key
 
-ScorerLike = TextScorer | Mapping[str, Any] | str
+ScorerLike = TextScorer | Mapping[str, Any]
 
-
-def text_key(text: str) -> str:
-    # Same key as vlcomp.embed.text_key, without importing torch for it.
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+__all__ = ["ScorerLike", "attach_scores", "resolve_scorer", "score_candidates", "text_key"]
 
 
 def resolve_scorer(spec: ScorerLike) -> TextScorer:
-    """A scorer object as is; a spec (config mapping or name) through ``make_scorer``."""
+    """A scorer object as is; a config mapping through ``vlcomp.scorers.make_scorer``."""
     if isinstance(spec, TextScorer):
         return spec
-    try:
-        from vlcomp.scorers import make_scorer  # type: ignore[attr-defined]
-    except ImportError as error:
-        raise RuntimeError(
-            f"scorer spec {spec!r} needs vlcomp.scorers.make_scorer, which is not available"
-        ) from error
-    return make_scorer(spec)
+    from vlcomp.scorers import make_scorer
+
+    return make_scorer(dict(spec))
 
 
-def score_texts(scorer: TextScorer, texts: Iterable[str], batch_size: int = 512) -> pl.DataFrame:
-    """Scores (``SCORES_SCHEMA``) of the distinct ``texts``, sorted by text_key."""
-    unique = sorted(set(texts), key=text_key)
-    values: list[np.ndarray] = []
-    for start in range(0, len(unique), batch_size):
-        batch = unique[start : start + batch_size]
+def _score_batches(scorer: TextScorer, texts: list[str], batch_size: int) -> np.ndarray:
+    values = []
+    for start in range(0, len(texts), batch_size):
+        batch = texts[start : start + batch_size]
         out = np.asarray(scorer.score(batch), dtype=np.float64).reshape(-1)
         if out.shape[0] != len(batch):
             raise ValueError(
                 f"scorer {scorer.name!r} returned {out.shape[0]} scores for {len(batch)} texts"
             )
-        if not np.isfinite(out).all():
-            bad = batch[int(np.flatnonzero(~np.isfinite(out))[0])]
-            raise ValueError(f"scorer {scorer.name!r} returned a non-finite score for {bad!r}")
         values.append(out)
-    return pl.DataFrame(
-        {
-            "scorer": [scorer.name] * len(unique),
-            "text_key": [text_key(t) for t in unique],
-            "score": np.concatenate(values) if values else np.zeros(0),
-        },
-        schema=SCORES_SCHEMA,
-    )
+    return np.concatenate(values) if values else np.zeros(0)
 
 
 def score_candidates(
     candidates: pl.DataFrame,
     scorers: Sequence[ScorerLike],
-    cache: pl.DataFrame | None = None,
+    cache_path: str | Path | None = None,
     batch_size: int = 512,
 ) -> pl.DataFrame:
-    """Scores of every candidate text for every scorer, reusing rows already in ``cache``."""
-    texts = candidates["text"].unique().to_list()
-    keys = {text_key(t): t for t in texts}
+    """Scores (``SCORES_SCHEMA``, sorted) of every distinct candidate text for every scorer.
+
+    With ``cache_path`` the shared score cache of ``vlcomp.scorers`` is used and extended
+    (only texts it lacks are scored); without, everything is scored in memory.
+    """
+    texts = sorted(set(candidates["text"].to_list()))
+    keys = [text_key(t) for t in texts]
     parts = []
     for spec in scorers:
         scorer = resolve_scorer(spec)
-        have = (
-            cache.filter((pl.col("scorer") == scorer.name) & pl.col("text_key").is_in(list(keys)))
-            if cache is not None
-            else pl.DataFrame(schema=SCORES_SCHEMA)
+        if cache_path is not None:
+            from vlcomp.scorers.cache import score_texts
+
+            values = score_texts(scorer, texts, cache_path, batch_size, progress=False)
+        else:
+            values = _score_batches(scorer, texts, batch_size)
+        if not np.isfinite(values).all():
+            bad = texts[int(np.flatnonzero(~np.isfinite(values))[0])]
+            raise ValueError(f"scorer {scorer.name!r} gave a non-finite score for {bad!r}")
+        parts.append(
+            pl.DataFrame(
+                {"scorer": [scorer.name] * len(texts), "text_key": keys, "score": values},
+                schema=SCORES_SCHEMA,
+            )
         )
-        known = set(have["text_key"].to_list())
-        fresh = score_texts(scorer, [t for k, t in keys.items() if k not in known], batch_size)
-        parts.extend([have.select(list(SCORES_SCHEMA)), fresh])
+    if not parts:
+        return pl.DataFrame(schema=SCORES_SCHEMA)
     return pl.concat(parts).unique(["scorer", "text_key"], keep="first").sort("scorer", "text_key")
 
 
@@ -99,8 +94,7 @@ def attach_scores(candidates: pl.DataFrame, scores: pl.DataFrame, scorer: str) -
     table = scores.filter(pl.col("scorer") == scorer).select("text_key", "score")
     if table.height == 0:
         raise ValueError(f"no scores for scorer {scorer!r} (have {scorer_names(scores)})")
-    keyed = with_text_keys(candidates)
-    joined = keyed.join(table, on="text_key", how="left")
+    joined = with_text_keys(candidates).join(table, on="text_key", how="left")
     missing = joined.filter(pl.col("score").is_null())
     if missing.height:
         raise ValueError(

@@ -4,11 +4,11 @@ Training side: ``count_shard`` counts atoms, compounds and BindSplit bindings of
 of parsed captions; ``merge_counts`` sums shards (map-reduce). Eval side:
 ``assign_splits`` gives every eval item its CREPE split (SC / UC / UA) and BindSplit labels,
 bucket and STRICT/LOOSE split, plus a summary table. ``check_world_splits`` compares the
-result with the synthetic world's hold-outs; ``benchmark_counting`` measures throughput.
+result with the synthetic world's hold-outs; ``bench.benchmark_counting`` measures
+throughput.
 Definitions live in the docstrings of ``counts`` and ``splits``.
 """
 
-from .bench import benchmark_counting
 from .counts import (
     ATOMS_SCHEMA,
     BINDINGS_SCHEMA,
@@ -63,7 +63,6 @@ __all__ = [
     "WorldAgreement",
     "assign",
     "assign_splits",
-    "benchmark_counting",
     "binding_label",
     "bindsplit_sample",
     "bucket_of",

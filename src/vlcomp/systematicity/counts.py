@@ -15,6 +15,7 @@ The caption totals travel in the Parquet key-value metadata and are summed the s
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -25,6 +26,8 @@ from vlcomp.io import read_parquet_metadata, write_parquet
 
 from .normalize import NORMALIZATION_VERSION
 from .units import graph_units
+
+log = logging.getLogger(__name__)
 
 ATOMS_SCHEMA: dict[str, pl.DataType] = {
     "kind": pl.String,  # object | attribute | relation
@@ -126,13 +129,20 @@ def count_graphs(
     ok = pl.col("ok").fill_null(False) if has_ok else pl.lit(True)
     used = graphs.filter(ok)
     units = graph_units(used)
+    doc = pl.col("doc")
     queries = [
-        units.atoms.group_by("kind", "value").agg(pl.len().alias("count")),
-        units.compounds.group_by("kind", "parts").agg(pl.len().alias("count")),
-        units.bindings.group_by("attr", "obj_lemma").agg(
-            pl.col("perfect").sum().alias("perfect_count"),
-            (~pl.col("perfect")).sum().alias("close_count"),
-        ),
+        units.atom_mentions.group_by("kind", "value")
+        .agg(doc.n_unique().alias("count"))
+        .with_columns(units.text("value")),
+        units.compound_mentions.group_by("kind", "a", "b", "c")
+        .agg(doc.n_unique().alias("count"))
+        .select("kind", units.parts(), "count"),
+        units.binding_mentions.group_by("attr", "obj_lemma")
+        .agg(
+            doc.filter(pl.col("perfect")).n_unique().alias("perfect_count"),
+            doc.filter(~pl.col("perfect")).n_unique().alias("close_count"),
+        )
+        .with_columns(units.text("attr"), units.text("obj_lemma")),
         units.dangling,
         graphs.select(pl.len().alias("n_rows")),
         used.select(pl.len().alias("n_captions")),
@@ -164,6 +174,7 @@ def count_shard(graphs: Path, out_dir: Path) -> None:
     lf, has_ok, has_parser = _scan_graphs(Path(graphs))
     frames, totals, parsers = count_graphs(lf, has_ok, has_parser)
     _write_all(Path(out_dir), frames, totals, parsers)
+    log.info("%s: %s", graphs, ", ".join(f"{k}={v}" for k, v in totals.items()))
 
 
 def merge_counts(partials: list[Path], out_dir: Path) -> None:
@@ -189,6 +200,7 @@ def merge_counts(partials: list[Path], out_dir: Path) -> None:
             lf.group_by(keys).agg(pl.col(c).sum() for c in value_cols).collect(engine="streaming")
         )
     _write_all(Path(out_dir), frames, totals, parsers)
+    log.info("merged %d partial counts: %d captions", len(partials), totals["n_captions"])
 
 
 def read_counts(counts_dir: Path) -> dict[str, pl.DataFrame]:

@@ -91,7 +91,9 @@ def expected_splits(items: pl.DataFrame, held: HeldOut) -> tuple[pl.DataFrame, p
     """(item_id, expected_crepe) per item and (item_id, attr, obj_lemma, expected_seen)
     per distinct binding of an item, from the items' graphs and the hold-out."""
     units = graph_units(items.lazy().with_columns(pl.col("item_id").cast(pl.String)), "item_id")
-    atoms, compounds, bindings = pl.collect_all([units.atoms, units.compounds, units.bindings])
+    atoms, compounds, bindings = pl.collect_all(
+        [units.decoded_atoms(), units.decoded_compounds(), units.decoded_bindings()]
+    )
     held_atoms = pl.DataFrame(
         [{"kind": k, "value": v} for k, v in sorted(held.atoms)],
         schema={"kind": pl.String, "value": pl.String},
@@ -141,7 +143,10 @@ class WorldAgreement:
     """Agreement of derived with expected splits.
 
     crepe_confusion: expected, derived, items (``excluded`` for no split);
-    binding_confusion: expected (seen/unseen), derived (perfect/close/none), bindings.
+    binding_confusion: expected (seen/unseen), derived (perfect/close/none), bindings;
+    gaps: kind, unit, items: units unseen in training although not held out (by chance, or
+    from parse errors when the training graphs are parsed), with the number of items that
+    mention them; they explain derived splits stricter than expected.
     """
 
     corpus: str
@@ -151,6 +156,7 @@ class WorldAgreement:
     binding_confusion: pl.DataFrame
     binding_rate: float
     binding_n: int
+    gaps: pl.DataFrame
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -165,6 +171,7 @@ class WorldAgreement:
                 "n": self.binding_n,
                 "confusion": self.binding_confusion.to_dicts(),
             },
+            "gaps": self.gaps.to_dicts(),
         }
 
 
@@ -193,7 +200,9 @@ def world_agreement(
     )
     b = per_binding.join(derived_bindings, on=["item_id", "attr", "obj_lemma"], how="left")
     b = b.with_columns(
-        pl.when(pl.col("expected_seen")).then(pl.lit("seen")).otherwise(pl.lit("unseen"))
+        pl.when(pl.col("expected_seen"))
+        .then(pl.lit("seen"))
+        .otherwise(pl.lit("unseen"))
         .alias("expected"),
         pl.col("label").fill_null("missing").alias("derived"),
     )
@@ -202,7 +211,39 @@ def world_agreement(
     agree = agree | ((pl.col("expected") == "unseen") & (pl.col("derived") == NONE))
     binding_rate = _rate(int(b.select(agree.sum()).item()), b.height)
     return WorldAgreement(
-        corpus, crepe_conf, crepe_rate, crepe_n, binding_conf, binding_rate, b.height
+        corpus,
+        crepe_conf,
+        crepe_rate,
+        crepe_n,
+        binding_conf,
+        binding_rate,
+        b.height,
+        _gaps(assignments, held),
+    )
+
+
+def _gaps(assignments: pl.DataFrame, held: HeldOut) -> pl.DataFrame:
+    """Unseen units that the hold-out does not explain (a compound is explained when it is
+    held out or holds a held-out atom)."""
+    held_values = sorted({v for _, v in held.atoms})
+    atoms = assignments.select("item_id", "unseen_atoms").explode("unseen_atoms").drop_nulls()
+    atoms = atoms.unnest("unseen_atoms").select("item_id", "kind", pl.col("value").alias("unit"))
+    compounds = assignments.select("item_id", "unseen_compounds")
+    compounds = (
+        compounds.explode("unseen_compounds")
+        .drop_nulls()
+        .unnest("unseen_compounds")
+        .filter(~pl.col("parts").list.eval(pl.element().is_in(held_values)).list.any())
+        .select("item_id", "kind", pl.col("parts").list.join(" | ").alias("unit"))
+    )
+    held_units = [(k, v) for k, v in held.atoms] + [(k, " | ".join(p)) for k, p in held.compounds]
+    known = pl.DataFrame(held_units, schema={"kind": pl.String, "unit": pl.String}, orient="row")
+    return (
+        pl.concat([atoms, compounds])
+        .join(known, on=["kind", "unit"], how="anti")
+        .group_by("kind", "unit")
+        .agg(pl.col("item_id").n_unique().cast(pl.Int64).alias("items"))
+        .sort("kind", "unit")
     )
 
 
@@ -220,9 +261,9 @@ def _confusion(frame: pl.DataFrame, rows: list[str], cols: list[str], what: str)
         schema={"expected": pl.String, "derived": pl.String},
         orient="row",
     )
-    return grid.join(counts, on=["expected", "derived"], how="left", maintain_order="left").with_columns(
-        pl.col(what).fill_null(0)
-    )
+    return grid.join(
+        counts, on=["expected", "derived"], how="left", maintain_order="left"
+    ).with_columns(pl.col(what).fill_null(0))
 
 
 def check_world_splits(

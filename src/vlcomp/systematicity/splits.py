@@ -36,6 +36,7 @@ the positive/negative overlap asymmetry.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,8 @@ from vlcomp.io import write_parquet
 from .counts import COUNT_UNIT, read_counts, read_totals
 from .normalize import NORMALIZATION_VERSION, normalize_text, singularize
 from .units import ATOM_KINDS, COMPOUND_KINDS, GraphUnits, graph_units
+
+log = logging.getLogger(__name__)
 
 SC, UC, UA = "SC", "UC", "UA"
 CREPE_SPLITS: tuple[str, ...] = (SC, UC, UA)
@@ -209,20 +212,26 @@ def normalize_binding(attr: str, obj: str) -> Binding:
     return a, o
 
 
-def graph_bindings(graph: Mapping[str, Sequence[Mapping[str, object]]]) -> list[tuple[Binding, bool]]:
+def graph_bindings(
+    graph: Mapping[str, Sequence[Mapping[str, object]]],
+) -> list[tuple[Binding, bool]]:
     """((attr, obj_lemma), perfect) of one graph given as dicts (``objects``,
     ``attributes``), e.g. a negative's graph. Same rules as ``units.graph_units``."""
+
+    def text(x: object) -> str | None:
+        return x if isinstance(x, str) else None
+
     nodes: dict[int, str] = {}
     for o in graph.get("objects") or []:
-        name = singularize(o.get("name")) or normalize_text(o.get("lemma"))  # type: ignore[arg-type]
+        name = singularize(text(o.get("name"))) or normalize_text(text(o.get("lemma")))
         idx = o.get("idx")
         if name is not None and isinstance(idx, int):
             nodes.setdefault(idx, name)
     values: dict[int, set[str]] = {}
     for a in graph.get("attributes") or []:
-        value, obj = normalize_text(a.get("value")), a.get("obj")  # type: ignore[arg-type]
-        if value is not None and obj in nodes:
-            values.setdefault(obj, set()).add(value)  # type: ignore[arg-type]
+        value, obj = normalize_text(text(a.get("value"))), a.get("obj")
+        if value is not None and isinstance(obj, int) and obj in nodes:
+            values.setdefault(obj, set()).add(value)
     out = {((v, nodes[idx]), len(vs) == 1) for idx, vs in values.items() for v in vs}
     return sorted(out)
 
@@ -268,7 +277,8 @@ def _side_bindings(units: GraphUnits, bindings: pl.DataFrame, min_count: int) ->
         .otherwise(pl.lit(NONE))
     )
     return (
-        units.bindings.select("doc", "attr", "obj_lemma")
+        units.decoded_bindings()
+        .select("doc", "attr", "obj_lemma")
         .unique()
         .join(bindings.lazy(), on=["attr", "obj_lemma"], how="left")
         .with_columns(label.alias("label"))
@@ -284,13 +294,12 @@ def _side_bindings(units: GraphUnits, bindings: pl.DataFrame, min_count: int) ->
 def _seen_units(
     units: GraphUnits, counts: Mapping[str, pl.DataFrame], min_count: int
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
-    atoms = units.atoms.join(
-        counts["atoms"].lazy(), on=["kind", "value"], how="left"
-    ).with_columns((pl.col("count").fill_null(0) >= min_count).alias("seen"))
-    compounds = units.compounds.join(
+    seen = (pl.col("count").fill_null(0) >= min_count).alias("seen")
+    atoms = units.decoded_atoms().join(counts["atoms"].lazy(), on=["kind", "value"], how="left")
+    compounds = units.decoded_compounds().join(
         counts["compounds"].lazy(), on=["kind", "parts"], how="left"
-    ).with_columns((pl.col("count").fill_null(0) >= min_count).alias("seen"))
-    return atoms, compounds
+    )
+    return atoms.with_columns(seen), compounds.with_columns(seen)
 
 
 def _read_items(items: pl.DataFrame | pl.LazyFrame, what: str) -> pl.DataFrame:
@@ -370,12 +379,16 @@ def assign(
         base.lazy()
         .join(atom_stats, left_on="item_id", right_on="doc", how="left")
         .join(compound_stats, left_on="item_id", right_on="doc", how="left")
-        .join(pos.rename({"bindings": "pos_bindings"}), left_on="item_id", right_on="doc", how="left")
+        .join(
+            pos.rename({"bindings": "pos_bindings"}), left_on="item_id", right_on="doc", how="left"
+        )
     )
     frame = frame.rename({f"has_{lab}": f"pos_has_{lab}" for lab in LABELS})
     if neg is not None:
         frame = frame.join(
-            neg.rename({"bindings": "neg_bindings", **{f"has_{x}": f"neg_has_{x}" for x in LABELS}}),
+            neg.rename(
+                {"bindings": "neg_bindings", **{f"has_{x}": f"neg_has_{x}" for x in LABELS}}
+            ),
             left_on="item_id",
             right_on="doc",
             how="left",
@@ -420,9 +433,7 @@ def assign(
         )
         .sort("_order")
     )
-    assignments = frame.collect().select(
-        [pl.col(c).cast(t) for c, t in ASSIGNMENTS_SCHEMA.items()]
-    )
+    assignments = frame.collect().select([pl.col(c).cast(t) for c, t in ASSIGNMENTS_SCHEMA.items()])
     summary = summarize(assignments, atoms.collect(), compounds.collect(), corpus)
     return assignments, summary
 
@@ -541,7 +552,9 @@ def summarize(
         labels = labels.drop_nulls()
         for label in LABELS:
             k = int((labels == label).sum())
-            label_rows.append((None, side, label, "share_bindings", _share(k, labels.len()), labels.len()))
+            label_rows.append(
+                (None, side, label, "share_bindings", _share(k, labels.len()), labels.len())
+            )
     rows += _rows(corpus, "bindsplit_binding_labels", label_rows)
     return pl.DataFrame(rows, schema=SUMMARY_SCHEMA)
 
@@ -582,3 +595,5 @@ def assign_splits(
     }
     write_parquet(assignments, out, meta)
     write_parquet(summary, summary_out, meta)
+    sizes = assignments["crepe_split"].fill_null(EXCLUDED).value_counts(sort=True).rows()
+    log.info("%s / %s: %d items, CREPE %s", items, corpus, assignments.height, dict(sizes))

@@ -17,6 +17,10 @@ Definitions (per graph, i.e. per caption or item):
 Attributes and relations that point at an object index missing from the graph are
 *dangling*: they still give attribute/relation atoms, but no compound or binding; they are
 counted so that a stage can report them.
+
+Every distinct raw string is normalized once in Python and replaced by an integer code
+(``vocab``); joins, de-duplication and counting run on the codes, and only aggregated
+results are decoded back to text.
 """
 
 from __future__ import annotations
@@ -34,38 +38,81 @@ ATOM_KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 COMPOUND_KINDS: tuple[str, ...] = ("attr_obj", "obj_rel_obj")
 
 _ROW = "_row"
-_DOC = "doc"
+DOC = "doc"
+CODE = pl.UInt32
+MAX_NODES = 1 << 16  # object indices outside [0, MAX_NODES) are treated as missing
 
 
 @dataclass(frozen=True)
 class GraphUnits:
-    """Per-graph units; every frame is unique per ``doc``.
+    """Per-graph units, with text as codes of ``vocab``.
 
-    atoms: doc, kind, value. compounds: doc, kind, parts (list of str).
-    bindings: doc, attr, obj_lemma, perfect (bool). dangling: n_attributes, n_relations
-    (one row: references to missing object indices).
+    The ``*_mentions`` frames hold one row per occurrence (a graph may repeat a unit);
+    ``atoms``, ``compounds`` and ``bindings`` are the same, unique per ``doc``. Columns:
+    atoms: doc, kind, value. compounds: doc, kind, a, b, c (attr_obj: a=attr, b=obj,
+    c=null; obj_rel_obj: a=subj, b=pred, c=obj). bindings: doc, attr, obj_lemma, perfect.
+    dangling: one row, n_attributes and n_relations (references to missing objects).
+    ``decoded_*`` turn the code columns back into text (``parts`` lists for compounds).
     """
 
-    atoms: pl.LazyFrame
-    compounds: pl.LazyFrame
-    bindings: pl.LazyFrame
+    atom_mentions: pl.LazyFrame
+    compound_mentions: pl.LazyFrame
+    binding_mentions: pl.LazyFrame
     dangling: pl.LazyFrame
+    vocab: list[str]
 
+    @property
+    def atoms(self) -> pl.LazyFrame:
+        return self.atom_mentions.unique()
 
-@dataclass(frozen=True)
-class _Maps:
-    lemma: dict[str, str | None]
-    name: dict[str, str | None]
-    value: dict[str, str | None]
-    pred: dict[str, str | None]
+    @property
+    def compounds(self) -> pl.LazyFrame:
+        return self.compound_mentions.unique()
+
+    @property
+    def bindings(self) -> pl.LazyFrame:
+        return self.binding_mentions.unique()
+
+    def text(self, column: str) -> pl.Expr:
+        """Decode a code column to text (same name)."""
+        return pl.col(column).replace_strict(
+            list(range(len(self.vocab))), self.vocab, return_dtype=pl.String
+        )
+
+    def parts(self) -> pl.Expr:
+        a, b, c = self.text("a"), self.text("b"), self.text("c")
+        return (
+            pl.when(pl.col("c").is_null())
+            .then(pl.concat_list(a, b))
+            .otherwise(pl.concat_list(a, b, c))
+            .alias("parts")
+        )
+
+    def decoded_atoms(self) -> pl.LazyFrame:
+        return self.atoms.with_columns(self.text("value"))
+
+    def decoded_compounds(self) -> pl.LazyFrame:
+        return self.compounds.select(DOC, "kind", self.parts())
+
+    def decoded_bindings(self) -> pl.LazyFrame:
+        return self.bindings.with_columns(self.text("attr"), self.text("obj_lemma"))
 
 
 def _field(column: str, field: str) -> pl.Expr:
     return pl.col(column).explode().struct.field(field).unique().drop_nulls()
 
 
-def _maps(lf: pl.LazyFrame) -> _Maps:
-    """Normalized form of every distinct raw string (one cheap pass over the graphs).
+@dataclass(frozen=True)
+class _Codes:
+    vocab: list[str]
+    lemma: dict[str, int | None]
+    name: dict[str, int | None]
+    value: dict[str, int | None]
+    pred: dict[str, int | None]
+
+
+def _codes(lf: pl.LazyFrame) -> _Codes:
+    """Code of the normalized form of every distinct raw string (one cheap pass).
 
     Mapping distinct values keeps the Python normalizers (which define the semantics)
     off the per-row path.
@@ -76,24 +123,27 @@ def _maps(lf: pl.LazyFrame) -> _Maps:
         lf.select(_field("attributes", "value")),
         lf.select(_field("relations", "pred")),
     ]
-    lemma, name, value, pred = (
-        frame.to_series().to_list() for frame in pl.collect_all(queries, engine="streaming")
-    )
+    raw = [f.to_series().to_list() for f in pl.collect_all(queries, engine="streaming")]
+    fns: list[Callable[[str], str | None]] = [
+        normalize_text,
+        singularize,
+        normalize_text,
+        normalize_text,
+    ]
+    normal = [{s: fn(s) for s in strings} for strings, fn in zip(raw, fns, strict=True)]
+    vocab = sorted({v for table in normal for v in table.values() if v is not None})
+    code = {text: k for k, text in enumerate(vocab)}
 
-    def table(raw: list[str], fn: Callable[[str], str | None]) -> dict[str, str | None]:
-        return {s: fn(s) for s in raw}
+    def coded(table: dict[str, str | None]) -> dict[str, int | None]:
+        return {s: None if v is None else code[v] for s, v in table.items()}
 
-    return _Maps(
-        lemma=table(lemma, normalize_text),
-        name=table(name, singularize),
-        value=table(value, normalize_text),
-        pred=table(pred, normalize_text),
-    )
+    lemma, name, value, pred = (coded(t) for t in normal)
+    return _Codes(vocab, lemma, name, value, pred)
 
 
-def _mapped(column: str, mapping: dict[str, str | None]) -> pl.Expr:
+def _coded(column: str, mapping: dict[str, int | None]) -> pl.Expr:
     return pl.col(column).replace_strict(
-        list(mapping), list(mapping.values()), default=None, return_dtype=pl.String
+        list(mapping), list(mapping.values()), default=None, return_dtype=CODE
     )
 
 
@@ -105,97 +155,116 @@ def graph_units(graphs: pl.LazyFrame, doc: str | None = None) -> GraphUnits:
     row number. Units are unique per doc.
     """
     lf = graphs.select(
-        pl.col(doc).alias(_DOC) if doc else pl.lit(None, pl.Int64).alias(_DOC),
+        pl.col(doc).alias(DOC) if doc else pl.lit(None, pl.Int64).alias(DOC),
         *(pl.col(c).cast(t) for c, t in GRAPH_SCHEMA.items()),
     ).with_row_index(_ROW)
     if doc is None:
-        lf = lf.with_columns(pl.col(_ROW).cast(pl.Int64).alias(_DOC))
-    maps = _maps(lf)
+        lf = lf.with_columns(pl.col(_ROW).cast(pl.Int64).alias(DOC))
+    codes = _codes(lf)
+
+    # A node (object of one graph) is keyed by one integer: row * MAX_NODES + idx.
+    def node_key(idx: str) -> pl.Expr:
+        return pl.col(_ROW).cast(pl.UInt64) * MAX_NODES + pl.col(idx).cast(pl.UInt64)
+
+    def in_range(idx: str) -> pl.Expr:
+        return pl.col(idx).is_between(0, MAX_NODES - 1)
 
     objects = (
-        lf.select(_ROW, _DOC, "objects")
+        lf.select(_ROW, DOC, "objects")
         .explode("objects")
         .unnest("objects")
         .with_columns(
-            _mapped("lemma", maps.lemma).alias("_lemma"),
-            _mapped("name", maps.name).alias("_name"),
+            _coded("lemma", codes.lemma).alias("_lemma"),
+            _coded("name", codes.name).alias("_name"),
         )
         .select(
-            _ROW,
-            _DOC,
-            "idx",
+            DOC,
+            pl.when(in_range("idx")).then(node_key("idx")).alias("node"),
             pl.coalesce("_lemma", "_name").alias("atom"),
             pl.coalesce("_name", "_lemma").alias("bind_obj"),
         )
-        .filter(pl.col("idx").is_not_null() & pl.col("atom").is_not_null())
+        .filter(pl.col("atom").is_not_null())
     )
     attrs = (
-        lf.select(_ROW, _DOC, "attributes")
+        lf.select(_ROW, DOC, "attributes")
         .explode("attributes")
         .unnest("attributes")
-        .with_columns(_mapped("value", maps.value).alias("value"))
+        .select(
+            DOC,
+            pl.when(in_range("obj")).then(node_key("obj")).alias("node"),
+            _coded("value", codes.value).alias("value"),
+        )
         .filter(pl.col("value").is_not_null())
     )
     rels = (
-        lf.select(_ROW, _DOC, "relations")
+        lf.select(_ROW, DOC, "relations")
         .explode("relations")
         .unnest("relations")
-        .with_columns(_mapped("pred", maps.pred).alias("pred"))
+        .select(
+            DOC,
+            pl.when(in_range("subj")).then(node_key("subj")).alias("subj"),
+            _coded("pred", codes.pred).alias("pred"),
+            pl.when(in_range("obj")).then(node_key("obj")).alias("obj"),
+        )
         .filter(pl.col("pred").is_not_null())
     )
 
-    atoms = pl.concat(
+    atom_mentions = pl.concat(
         [
-            objects.select(_DOC, pl.lit("object").alias("kind"), pl.col("atom").alias("value")),
-            attrs.select(_DOC, pl.lit("attribute").alias("kind"), "value"),
-            rels.select(_DOC, pl.lit("relation").alias("kind"), pl.col("pred").alias("value")),
+            objects.select(DOC, pl.lit("object").alias("kind"), pl.col("atom").alias("value")),
+            attrs.select(DOC, pl.lit("attribute").alias("kind"), "value"),
+            rels.select(DOC, pl.lit("relation").alias("kind"), pl.col("pred").alias("value")),
         ]
-    ).unique()
+    )
 
     # Object indices are unique within a graph by contract; ``unique`` guards the joins.
-    nodes = objects.select(_ROW, "idx", "atom", "bind_obj").unique([_ROW, "idx"], keep="first")
-    attr_nodes = attrs.join(
-        nodes, left_on=[_ROW, "obj"], right_on=[_ROW, "idx"], how="left", coalesce=True
+    nodes = (
+        objects.select("node", "atom", "bind_obj")
+        .filter(pl.col("node").is_not_null())
+        .unique("node", keep="any")
     )
+    attr_nodes = attrs.join(nodes, on="node", how="left")
     attached = attr_nodes.filter(pl.col("atom").is_not_null())
-    ends = nodes.select(_ROW, "idx", "atom")
+    ends = nodes.select("node", "atom")
     rel_nodes = rels.join(
-        ends.rename({"atom": "subj_atom"}),
-        left_on=[_ROW, "subj"],
-        right_on=[_ROW, "idx"],
-        how="left",
-        coalesce=True,
-    ).join(
-        ends.rename({"atom": "obj_atom"}),
-        left_on=[_ROW, "obj"],
-        right_on=[_ROW, "idx"],
-        how="left",
-        coalesce=True,
-    )
+        ends.rename({"node": "subj", "atom": "subj_atom"}), on="subj", how="left"
+    ).join(ends.rename({"node": "obj", "atom": "obj_atom"}), on="obj", how="left")
     linked = rel_nodes.filter(pl.col("subj_atom").is_not_null() & pl.col("obj_atom").is_not_null())
 
-    compounds = pl.concat(
+    compound_mentions = pl.concat(
         [
             attached.select(
-                _DOC,
+                DOC,
                 pl.lit("attr_obj").alias("kind"),
-                pl.concat_list("value", "atom").alias("parts"),
+                pl.col("value").alias("a"),
+                pl.col("atom").alias("b"),
+                pl.lit(None, CODE).alias("c"),
             ),
             linked.select(
-                _DOC,
+                DOC,
                 pl.lit("obj_rel_obj").alias("kind"),
-                pl.concat_list("subj_atom", "pred", "obj_atom").alias("parts"),
+                pl.col("subj_atom").alias("a"),
+                pl.col("pred").alias("b"),
+                pl.col("obj_atom").alias("c"),
             ),
         ]
-    ).unique()
+    )
 
-    bindings = (
-        attached.group_by(_ROW, "obj")
-        .agg(pl.first(_DOC), pl.first("bind_obj"), pl.col("value").unique().alias("attrs"))
-        .with_columns((pl.col("attrs").list.len() == 1).alias("perfect"))
-        .explode("attrs")
-        .select(_DOC, pl.col("attrs").alias("attr"), pl.col("bind_obj").alias("obj_lemma"), "perfect")
-        .unique()
+    # Sorted by node, a node's distinct values are adjacent: it has exactly one attribute
+    # when its run has length one (cheaper than a group-by per node).
+    node = pl.col("node")
+    first = (node != node.shift(1)).fill_null(True)
+    last = (node != node.shift(-1)).fill_null(True)
+    binding_mentions = (
+        attached.select(DOC, "node", "value", "bind_obj")
+        .sort("node", "value")
+        .filter(first | (pl.col("value") != pl.col("value").shift(1)).fill_null(True))
+        .select(
+            DOC,
+            pl.col("value").alias("attr"),
+            pl.col("bind_obj").alias("obj_lemma"),
+            (first & last).alias("perfect"),
+        )
     )
 
     dangling = pl.concat(
@@ -210,4 +279,4 @@ def graph_units(graphs: pl.LazyFrame, doc: str | None = None) -> GraphUnits:
         ],
         how="horizontal",
     )
-    return GraphUnits(atoms=atoms, compounds=compounds, bindings=bindings, dangling=dangling)
+    return GraphUnits(atom_mentions, compound_mentions, binding_mentions, dangling, codes.vocab)

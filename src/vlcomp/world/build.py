@@ -17,6 +17,7 @@ from .formats import (
     ImageDir,
     coco_captions,
     laion_frame,
+    region_graphs,
     scene_frame,
     truth_frame,
     tsv_line,
@@ -109,7 +110,8 @@ def build_eval_set(world_cfg: Mapping[str, Any], out_dir: Path) -> None:
 
     Writes ``images/<image_id>.png`` (ids from 1); Visual Genome JSON in ``vg/``
     (image_data, objects, attributes, relationships, region_descriptions,
-    scene_graphs; ``url`` is the image path relative to ``out_dir``);
+    scene_graphs, and region_graphs: per region exactly the objects, attributes and
+    relations its phrase states; ``url`` is the image path relative to ``out_dir``);
     ``coco_captions.json`` (``file_name`` relative to ``images/``);
     ``truth.parquet`` (one row per COCO caption: caption_id "coco-<annotation id>",
     image_id, text and the ``graphs`` columns); ``holdout.parquet`` (image_id,
@@ -125,13 +127,15 @@ def build_eval_set(world_cfg: Mapping[str, Any], out_dir: Path) -> None:
     image_ids = list(range(1, len(scenes) + 1))
 
     per_image: list[list[Caption]] = []
-    whole: list[str] = []
+    whole_caps: list[Caption] = []
     for scene in scenes:
         per_image.append(eval_captions(scene, caption_rng, allowed, spec.eval.captions_per_image))
-        whole.append(clean_caption(scene, caption_rng, allowed, mention_all=True).text)
+        whole_caps.append(clean_caption(scene, caption_rng, allowed, mention_all=True))
+    whole = [c.text for c in whole_caps]
 
     urls = _render_all(spec, scenes, out_dir, "eval")
     vg = visual_genome(image_ids, scenes, spec.image_size, urls, whole)
+    vg["region_graphs"] = region_graphs(vg, scenes, whole_caps)
     for stem, doc in vg.items():
         write_json_atomic(out_dir / "vg" / f"{stem}.json", doc)
 

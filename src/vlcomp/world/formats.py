@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -265,6 +265,124 @@ def visual_genome(
         next_region += len(regions)
         docs["region_descriptions"].append({"id": image_id, "regions": regions})
     return docs
+
+
+def _region_object(
+    scene: Scene, i: int, object_id: int, attributes: Sequence[str]
+) -> dict[str, Any]:
+    return {
+        "object_id": object_id,
+        "name": scene.objects[i].shape,
+        **_box(scene, i),
+        "attributes": list(attributes),
+        "synsets": [],
+    }
+
+
+def _caption_members(scene: Scene, caption: Caption) -> dict[int, list[int]]:
+    """Scene objects of each node of a caption that mentions every object.
+
+    A node is a mention of all objects sharing its shape and stated attributes (see
+    ``captions``), so the node's lemma and attribute values identify its members.
+    """
+    said: dict[int, set[str]] = {}
+    for node, value in caption.attributes:
+        said.setdefault(node, set()).add(value)
+    members = {
+        node: [
+            i
+            for i, o in enumerate(scene.objects)
+            if o.shape == lemma and said.get(node, set()) <= {o.colour, o.size}
+        ]
+        for node, _, lemma in caption.objects
+    }
+    covered = sorted(i for group in members.values() for i in group)
+    if covered != list(range(len(scene.objects))):
+        raise ValueError(f"caption {caption.text!r}: nodes do not partition the scene's objects")
+    return members
+
+
+def _image_region_graphs(
+    described: dict[str, Any], graph: dict[str, Any], scene: Scene, caption: Caption
+) -> dict[str, Any]:
+    """The region_graphs entry of one image (see ``region_graphs``)."""
+    objs = scene.objects
+    ids = [o["object_id"] for o in graph["objects"]]
+    rel_id = {
+        (r["subject_id"], r["object_id"]): r["relationship_id"] for r in graph["relationships"]
+    }
+
+    def relationship(i: int, pred: str, j: int) -> dict[str, Any]:
+        if scene.relation(i, j) != pred:
+            raise ValueError(f"image {described['id']}: {pred!r} does not hold for {i}, {j}")
+        subj, obj = ids[i], ids[j]
+        return {
+            "relationship_id": rel_id[(subj, obj)],
+            "subject_id": subj,
+            "object_id": obj,
+            "predicate": pred,
+            "synsets": [],
+        }
+
+    contents: list[tuple[list[dict[str, Any]], list[dict[str, Any]]]] = []
+    for k, o in enumerate(objs):
+        contents.append(([_region_object(scene, k, ids[k], [o.size, o.colour])], []))
+    for i in range(len(objs)):
+        for j in range(i + 1, len(objs)):
+            a, b = objs[i], objs[j]
+            same = (a.shape, a.colour) == (b.shape, b.colour)
+            pair = [
+                _region_object(scene, k, ids[k], [o.size, o.colour] if same else [o.colour])
+                for k, o in ((i, a), (j, b))
+            ]
+            contents.append((pair, [relationship(i, scene.relation(i, j), j)]))
+    members = _caption_members(scene, caption)
+    said: dict[int, list[str]] = {}
+    for node, value in caption.attributes:
+        said.setdefault(node, []).append(value)
+    whole = [
+        _region_object(scene, i, ids[i], said.get(node, []))
+        for node, _, _ in caption.objects
+        for i in members[node]
+    ]
+    whole_rels = [
+        relationship(i, pred, j)
+        for s, pred, o in caption.relations
+        for i in members[s]
+        for j in members[o]
+    ]
+    contents.append((whole, whole_rels))
+
+    regions = described["regions"]
+    if len(regions) != len(contents):
+        raise ValueError(f"image {described['id']}: regions and graphs do not line up")
+    return {
+        "image_id": described["id"],
+        "regions": [
+            {**region, "objects": o, "relationships": r, "synsets": []}
+            for region, (o, r) in zip(regions, contents, strict=True)
+        ],
+    }
+
+
+def region_graphs(
+    docs: Mapping[str, list[dict[str, Any]]],
+    scenes: Sequence[Scene],
+    whole_image_captions: Sequence[Caption],
+) -> list[dict[str, Any]]:
+    """Visual Genome ``region_graphs`` for the regions ``visual_genome`` wrote.
+
+    One entry per region of ``region_descriptions`` (same region ids, phrases and boxes)
+    with exactly what its phrase states: an object region its object with size and
+    colour; a pair region both objects with their colours (and sizes where the phrase
+    gives them) and the relation; the whole-image region every object with the attributes
+    its mention states and each stated relation between every member pair. Object and
+    relationship ids are those of ``scene_graphs``.
+    """
+    rows = zip(
+        docs["region_descriptions"], docs["scene_graphs"], scenes, whole_image_captions, strict=True
+    )
+    return [_image_region_graphs(*row) for row in rows]
 
 
 # ------------------------------------------------------------------------ COCO, TSV, LAION

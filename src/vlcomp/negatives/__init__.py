@@ -1,0 +1,1 @@
+"""Hard negatives: captions that differ from the truth by one controlled change."""

@@ -1,0 +1,137 @@
+"""Job-level entry points: each connects files to one library call (for Snakemake rules)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+import polars as pl
+
+from vlcomp.importers import (
+    Imported,
+    concat_imports,
+    read_aro_file,
+    read_crepe_csv,
+    read_sugarcrepe_dir,
+    read_sugarcrepe_file,
+)
+from vlcomp.io import write_parquet
+from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
+from vlcomp.refine.figures import plot_prior_heatmap, plot_refinement_gaps
+from vlcomp.refine.priors import linguistic_prior_table, prior_heatmap_table
+from vlcomp.refine.refinement import refine_candidates, refined_candidates
+from vlcomp.refine.scores import ScorerLike, score_candidates
+
+ImportSource = Literal["sugarcrepe", "aro_vg_relation", "aro_vg_attribution", "crepe"]
+
+
+def import_stage(
+    source: ImportSource,
+    inputs: Sequence[str | Path],
+    candidates_out: str | Path,
+    rejected_out: str | Path,
+    crepe_kinds: Sequence[str] = ("atom", "comp"),
+) -> None:
+    """Import published files (SugarCrepe files or folders, ARO JSON, CREPE CSVs)."""
+    parts: list[Imported] = []
+    for path in map(Path, inputs):
+        if source == "sugarcrepe":
+            parts.append(read_sugarcrepe_dir(path) if path.is_dir() else read_sugarcrepe_file(path))
+        elif source in ("aro_vg_relation", "aro_vg_attribution"):
+            parts.append(read_aro_file(path, source.removeprefix("aro_")))  # type: ignore[arg-type]
+        elif source == "crepe":
+            parts.append(read_crepe_csv(path, crepe_kinds))
+        else:
+            raise ValueError(f"unknown import source {source!r}")
+    result = concat_imports(parts)
+    meta = {"source": source, "inputs": json.dumps([Path(p).name for p in inputs])}
+    write_parquet(result.candidates, candidates_out, meta)
+    write_parquet(result.rejected, rejected_out, meta)
+
+
+def score_stage(
+    candidates: str | Path,
+    scorers: Sequence[ScorerLike],
+    scores_out: str | Path,
+    cache: str | Path | None = None,
+    batch_size: int = 512,
+) -> None:
+    """Scores (``SCORES_SCHEMA``) of every candidate text; ``cache``: the shared score cache
+    of ``vlcomp.scorers`` (read and extended)."""
+    scores = score_candidates(pl.read_parquet(candidates), scorers, cache, batch_size)
+    write_parquet(scores, scores_out, {"scorers": json.dumps(sorted(set(scores["scorer"])))})
+
+
+def blind_stage(
+    candidates: str | Path,
+    scores: str | Path,
+    table_out: str | Path,
+    tie_policy: TiePolicy = "tie_counts_as_wrong",
+) -> None:
+    table = blind_accuracy(pl.read_parquet(candidates), pl.read_parquet(scores), None, tie_policy)
+    write_parquet(table, table_out, {"tie_policy": tie_policy})
+
+
+def refine_stage(
+    candidates: str | Path,
+    scores: str | Path,
+    scorers: tuple[str, str],
+    *,
+    items_out: str | Path,
+    refined_out: str | Path,
+    counts_out: str | Path,
+    accuracy_out: str | Path,
+    figure_png: str | Path,
+    figure_pdf: str | Path,
+    grid: int = 100,
+    seed: int = 0,
+    normalisation: tuple[str, str] = ("auto", "auto"),
+    zero_axis_grid: int | None = None,
+    tie_policy: TiePolicy = "tie_counts_as_wrong",
+) -> None:
+    """Adversarial refinement; ``refined_out`` is the kept candidates (candidates contract)."""
+    table = pl.read_parquet(candidates)
+    result = refine_candidates(
+        table,
+        pl.read_parquet(scores),
+        scorers,
+        grid=grid,
+        seed=seed,
+        normalisation=normalisation,
+        zero_axis_grid=zero_axis_grid,
+        tie_policy=tie_policy,
+    )
+    meta = result.params
+    write_parquet(result.items, items_out, meta)
+    write_parquet(refined_candidates(table, result), refined_out, meta)
+    write_parquet(result.counts, counts_out, meta)
+    write_parquet(result.accuracy, accuracy_out, meta)
+    plot_refinement_gaps(result.items, figure_png, figure_pdf, scorers)
+
+
+def prior_stage(
+    candidates: str | Path,
+    scores: str | Path,
+    lm_scorer: str,
+    model_correct: str | Path,
+    *,
+    table_out: str | Path,
+    heatmap_out: str | Path,
+    figure_png: str | Path,
+    figure_pdf: str | Path,
+    bins: int = 10,
+    min_count: int = 10,
+) -> None:
+    """Hard test accuracy, linguistic gap and the perplexity heat map.
+
+    ``model_correct``: Parquet with model, benchmark, item_id, correct (bool) per item.
+    """
+    blind = item_outcomes(pl.read_parquet(candidates), pl.read_parquet(scores), lm_scorer)
+    correct = pl.read_parquet(model_correct)
+    meta = {"lm_scorer": lm_scorer, "bins": str(bins), "min_count": str(min_count)}
+    write_parquet(linguistic_prior_table(correct, blind), table_out, meta)
+    heatmap = prior_heatmap_table(correct, blind, bins, min_count)
+    write_parquet(heatmap, heatmap_out, meta)
+    plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer)
