@@ -91,6 +91,7 @@ def _check_references(config: dict[str, Any]) -> None:
             problems.append(
                 f"config key 'models.{key}.checkpoint': file not found: {entry['checkpoint']}"
             )
+    problems += _check_stage_options(config)
     for index, name in enumerate(config["evaluate"]["models"]):
         if name not in config["models"]:
             problems.append(
@@ -99,6 +100,40 @@ def _check_references(config: dict[str, Any]) -> None:
             )
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _check_stage_options(config: dict[str, Any]) -> list[str]:
+    """Options that the stages validate themselves, checked before any job runs."""
+    from vlcomp.ingest.job import IngestOptions
+    from vlcomp.ingest.vg import RegionFilters
+
+    problems = []
+    if config["priors"]["lm_scorer"] not in config["scorers"]["use"]:
+        problems.append(
+            f"config key 'priors.lm_scorer': '{config['priors']['lm_scorer']}' is not in "
+            f"scorers.use {config['scorers']['use']}"
+        )
+    clashes = sorted(set(config["corpora"]) & set(config["world"]["corpora"]))
+    if clashes:
+        problems.append(f"config key 'corpora': names also used by world.corpora: {clashes}")
+    rules = config["ingest"]["rules"]
+    for name, entry in config["corpora"].items():
+        try:
+            IngestOptions.parse(entry["format"], {"rules": rules, **entry["options"]})
+        except ValueError as error:
+            problems.append(f"config key 'corpora.{name}.options': {error}")
+        for path in entry["inputs"]:
+            if not Path(path).exists():
+                problems.append(f"config key 'corpora.{name}.inputs': not found: {path}")
+    try:
+        IngestOptions.parse("cc12m_tsv", {"rules": rules})
+    except ValueError as error:
+        problems.append(f"config key 'ingest.rules': {error}")
+    try:
+        RegionFilters.from_options(config["eval_items"]["vg_regions"])
+    except ValueError as error:
+        problems.append(f"config key 'eval_items.vg_regions': {error}")
+    return problems
 
 
 def training_corpus(config: dict[str, Any], model: str) -> str | None:

@@ -298,3 +298,19 @@ def item_predictions(model: str, scored: pl.DataFrame, split: dict[int, str]) ->
         )  # fmt: skip
         .sort("item_id")
     )
+
+
+def score_benchmark(
+    candidates: str, specs: dict[str, dict], scores_out: str, cache: str, log: Log = print
+) -> None:
+    """Every candidate text scored by every scorer; ``scorer`` holds the short name (the
+    full name, which identifies the training data, is in the file's metadata)."""
+    from vlcomp.refine.scores import resolve_scorer, score_candidates
+
+    scorers = {short: resolve_scorer(spec) for short, spec in specs.items()}
+    scores = score_candidates(pl.read_parquet(candidates), list(scorers.values()), cache)
+    full_to_short = {scorer.name: short for short, scorer in scorers.items()}
+    scores = scores.with_columns(pl.col("scorer").replace_strict(full_to_short))
+    meta = {f"scorer.{short}": scorer.name for short, scorer in scorers.items()}
+    write_parquet(scores, scores_out, metadata=meta)
+    log(f"scored {scores.height} (scorer, text) pairs with {', '.join(scorers)}")

@@ -8,6 +8,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from vlcomp.config import ConfigError, training_corpus, validate_config  # noqa: E402
+from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
 try:
     config.update(validate_config(config))
@@ -50,4 +51,40 @@ EVAL_MODELS = config["evaluate"]["models"]
 
 wildcard_constraints:
     model="|".join(map(re.escape, config["models"])),
-    corpus="|".join(map(re.escape, config["world"]["corpora"])),
+    corpus="|".join(map(re.escape, [*config["world"]["corpora"], *config["corpora"]])),
+    shard=r"\d+-of-\d+",
+    textset="|".join(
+        map(
+            re.escape,
+            [*config["world"]["corpora"], *config["corpora"], "sugarcrepe_audit"],
+        )
+    ),
+
+
+WORLD_CORPORA = list(config["world"]["corpora"])
+ALL_CORPORA = WORLD_CORPORA + list(config["corpora"])
+N_SHARDS = config["ingest"]["n_shards"]
+SHARDS = [f"{i}-of-{N_SHARDS}" for i in range(N_SHARDS)]
+WORLD_FILE_GLOB = {"cc12m_tsv": "captions.tsv", "laion_parquet": "part-*.parquet"}
+
+
+def corpus_source(corpus):
+    """Loader format, inputs and options of a training corpus (world or user)."""
+    rules = {"rules": config["ingest"]["rules"]}
+    if corpus in config["world"]["corpora"]:
+        fmt = config["world"]["corpora"][corpus]["format"]
+        options = {**rules, "glob": WORLD_FILE_GLOB[fmt]}
+        return fmt, [f"results/world/corpora/{corpus}"], options
+    entry = config["corpora"][corpus]
+    return entry["format"], entry["inputs"], {**rules, **entry["options"]}
+
+
+def shard_files(pattern):
+    """The per-shard files of one corpus: pattern has {{corpus}} and {shard}."""
+    return expand(pattern, shard=SHARDS, allow_missing=True)
+
+
+def factual_csv():
+    """FACTUAL's gold scene graphs, when the configured file is there."""
+    path = config["parser_quality"]["factual_csv"]
+    return path if path and os.path.isfile(path) else None

@@ -48,19 +48,19 @@ rule world_pairs_accuracy:
     output:
         predictions="results/metrics/{model}/world_pairs_predictions.parquet",
         metrics="results/metrics/{model}/world_pairs.parquet",
-    params:
-        model=lambda wc: config["models"][wc.model],
-        checkpoint=lambda wc: trained_checkpoint(wc.model),
-        evaluate=config["evaluate"],
-        training_corpus=lambda wc: training_corpus(config, wc.model),
-        cache="results/cache/embeddings",
-    threads: config["evaluate"]["threads"]
     log:
         "logs/metrics/{model}_world_pairs.log",
     benchmark:
         "benchmarks/metrics/{model}_world_pairs.tsv"
     conda:
         "../../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        evaluate=config["evaluate"],
+        training_corpus=lambda wc: training_corpus(config, wc.model),
+        cache="results/cache/embeddings",
     message:
         "Positive-vs-hard-negative accuracy of {wildcards.model} on the world's pairs"
     script:

@@ -5,13 +5,13 @@ rule world_pairs:
     output:
         candidates="results/negatives/world_pairs/candidates.parquet",
         failures="results/negatives/world_pairs/failures.parquet",
-    params:
-        world=config["world"],
-        seed=config["negatives"]["seed"],
     log:
         "logs/negatives/world_pairs.log",
     conda:
         "../../envs/vlcomp.yaml"
+    params:
+        world=config["world"],
+        seed=config["negatives"]["seed"],
     message:
         "Hard negatives for the world's captions (replace/swap attribute, object, relation)"
     script:

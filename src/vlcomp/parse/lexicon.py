@@ -6,18 +6,28 @@ defaults.
 
 from __future__ import annotations
 
-# Caption boilerplate that is not an object of the scene: stock-photo and alt-text words
-# ("... - stock illustration", "clipart png"), and frames ("a picture of", "on a grey
-# background"). A noun is dropped when its lemma, or the lemma of its whole compound, is
-# listed; a compound that ends in one of these keeps its other words ("circle icon" ->
-# "circle"). Relations to a dropped noun are dropped with it.
+# Caption boilerplate that is never an object of the scene: stock-photo and alt-text words
+# ("... - stock illustration", "clipart png", "free download") and the scene's backdrop
+# ("on a grey background"). A noun is dropped when its lemma, or the lemma of its whole
+# compound, is listed; a compound that ends in listed words keeps the others ("circle
+# icon" -> "circle"). Relations to a dropped noun are dropped with it.
 DEFAULT_STOP_OBJECTS: frozenset[str] = frozenset(
     """
-    image picture photo photograph pic pics snapshot background backdrop foreground
-    illustration stock vector clipart clip art icon png jpg jpeg gif svg wallpaper download
-    royalty design template graphic drawing
+    stock vector clipart icon png jpg jpeg gif svg wallpaper download royalty free template
+    graphic background backdrop foreground
     """.split()
-) | frozenset({"clip art", "stock photo", "stock image", "free download"})
+) | frozenset({"clip art", "stock photo", "stock image", "free download", "flat design"})
+
+# Nouns that frame the caption ("a picture of ...", "in this image", "this photo shows
+# ...") but can also be real objects ("framed pictures on the wall"): dropped only in
+# those framing positions (see ``extract``), or at the end of a compound ("circle
+# illustration").
+DEFAULT_FRAME_OBJECTS: frozenset[str] = frozenset(
+    """
+    image picture photo photograph pic snapshot illustration drawing design sketch
+    """.split()
+)
+FRAMING_VERBS: frozenset[str] = frozenset("show depict feature capture display contain".split())
 
 # Quantity and collection nouns: in "a group of people" the object is "people". Relations
 # of the quantity noun are moved to the noun after "of".
@@ -47,6 +57,12 @@ RELATIONAL_NOUNS: tuple[str, ...] = (
     "left",
     "right",
 )
+RELATIONAL_PLURALS: dict[str, str] = {
+    "sides": "side",
+    "edges": "edge",
+    "corners": "corner",
+    "ends": "end",
+}
 
 # Containers keep the direction of "X of Y" ("a plate of food": the plate has the food);
 # for other nouns "the tail of a plane" means the plane has the tail (Visual Genome style).
@@ -87,10 +103,14 @@ MATERIALS: frozenset[str] = frozenset(
     """.split()
 )
 
-# Pronouns whose referent is the nearest earlier object ("a square with a circle above it").
-ANAPHORS: frozenset[str] = frozenset(
-    "it them they this these those he she him her".split()
+# Common adjectives that taggers mistake for compound nouns in headline-style text ("Small
+# Red Hexagons"): at the start of a compound they are attributes.
+DESCRIPTIVE_ADJECTIVES: frozenset[str] = frozenset(
+    "small large big little tiny huge tall short long old young new round".split()
 )
+
+# Pronouns whose referent is the nearest earlier object ("a square with a circle above it").
+ANAPHORS: frozenset[str] = frozenset("it them they this these those he she him her".split())
 RELATIVE_PRONOUNS: frozenset[str] = frozenset("that which who whom".split())
 
 COPULAS: frozenset[str] = frozenset({"be"})
@@ -104,17 +124,25 @@ NUMBER_WORDS: dict[str, str] = {
 }
 NUMBER_WORDS["dozen"] = "12"
 
-# Wrong first choices of the rule lemmatizer when two forms are in its index
-# ("singing" -> "singe"); the first form is preferred otherwise ("riding" -> "ride").
+# Nouns that are plural in form only: their lemma is the word itself.
+PLURAL_ONLY: frozenset[str] = frozenset(
+    """
+    glasses sunglasses eyeglasses goggles binoculars scissors shears pliers tongs pants
+    trousers jeans shorts tights leggings pajamas pyjamas overalls clothes headphones
+    earphones stairs news series species
+    """.split()
+)
+
+# Verbs: the first rule whose form is a known lemma wins ("riding" -> "ride"), except for
+# these ("singing" would be "singe").
 VERB_LEMMA_FIXES: dict[str, str] = {
     "singing": "sing",
     "swinging": "swing",
     "clinging": "cling",
     "stinging": "sting",
-    "ringing": "ring",
-    "winged": "wing",
-    "bidding": "bid",
-    "lying": "lie",
-    "laying": "lay",
-    "left": "leave",
+    "slinging": "sling",
+    "flinging": "fling",
 }
+
+# Nouns: the most specific rule wins ("crosses" -> "cross"), except for these.
+NOUN_LEMMA_FIXES: dict[str, str] = {"vases": "vase", "cookies": "cookie", "uses": "use"}

@@ -19,18 +19,19 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from .lexicon import RELATIONAL_NOUNS
+from .lexicon import RELATIONAL_NOUNS, RELATIONAL_PLURALS
 
 _LEADING_PREPS = ("on", "in", "at", "to", "from", "by", "near", "along")
-_DETERMINERS = ("", "the", "a")
+_DETERMINERS = ("", "the", "a", "both", "either", "each")
 
 
 def _generic_map() -> dict[str, str]:
     out: dict[str, str] = {}
-    for noun in RELATIONAL_NOUNS:
+    nouns = [(n, n) for n in RELATIONAL_NOUNS] + list(RELATIONAL_PLURALS.items())
+    for written, noun in nouns:
         for prep in _LEADING_PREPS:
             for det in _DETERMINERS:
-                surface = " ".join(w for w in (prep, det, noun, "of") if w)
+                surface = " ".join(w for w in (prep, det, written, "of") if w)
                 if noun in ("left", "right"):
                     canonical = f"{noun} of"
                 elif noun == "front" and prep in ("in", "at"):
@@ -163,10 +164,7 @@ def resolve_predicate_map(
     if spec == "world":
         world = world_predicate_map()
         return world if strip_verbs is None else PredicateMap(world.mapping, strip_verbs)
-    if isinstance(spec, str | Path):
-        mapping = _read_mapping(Path(spec))
-    else:
-        mapping = dict(spec)
+    mapping = _read_mapping(Path(spec)) if isinstance(spec, str | Path) else dict(spec)
     return PredicateMap.build(mapping, strip_verbs=bool(strip_verbs))
 
 

@@ -81,7 +81,7 @@ class CausalLMScorer:
     @torch.no_grad()
     def token_logprob_sums(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
         """Per caption: the sum of its tokens' natural-log probabilities, and their number."""
-        sequences = self._encode(texts)
+        sequences = self._encode(texts) if len(texts) else []
         totals = np.zeros(len(texts))
         counts = np.zeros(len(texts), dtype=np.int64)
         for batch in length_sorted_batches([len(s) for s in sequences], self.batch_size):

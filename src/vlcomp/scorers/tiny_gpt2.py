@@ -13,10 +13,12 @@ import json
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from vlcomp.scorers.corpus import read_texts, texts_digest
@@ -39,13 +41,16 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "weight_decay": 0.01,
     "warmup": 0.05,  # fraction of steps with a linear warm-up; then linear decay to 0
     "threads": None,  # torch CPU threads (None: leave torch's default)
+    "max_captions": None,  # train on a seeded sample of this many captions (None: all)
 }
 
 
 def _settings(overrides: dict[str, Any] | None) -> dict[str, Any]:
     unknown = sorted(set(overrides or {}) - set(DEFAULT_SETTINGS))
     if unknown:
-        raise ValueError(f"unknown tiny GPT-2 setting(s) {unknown}; known: {sorted(DEFAULT_SETTINGS)}")
+        raise ValueError(
+            f"unknown tiny GPT-2 setting(s) {unknown}; known: {sorted(DEFAULT_SETTINGS)}"
+        )
     return {**DEFAULT_SETTINGS, **(overrides or {})}
 
 
@@ -84,45 +89,22 @@ def _batches(sequences: list[list[int]], order: torch.Tensor, batch_size: int, p
         yield ids, mask, ids.masked_fill(mask == 0, -100)
 
 
-def fit_tiny_gpt2(
-    texts: Sequence[str], out_dir: str | Path, settings: dict[str, Any] | None = None, seed: int = 0
-) -> dict[str, Any]:
-    """Train on ``texts`` and write model + tokenizer to ``out_dir`` (replaced atomically).
+@contextmanager
+def _torch_threads(threads: int | None) -> Iterator[None]:
+    """Set torch's CPU threads for a block (more threads than free cores is far slower)."""
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(int(threads))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
-    Returns the training record that is also written to ``out_dir/vlcomp_train.json``.
-    """
+
+def _train(model, sequences: list[list[int]], pad: int, settings: dict[str, Any], seed: int):
+    """AdamW with linear warm-up and decay; returns the mean loss of each epoch."""
     from tqdm import tqdm
-    from transformers import GPT2Config, GPT2LMHeadModel
 
-    settings = _settings(settings)
-    texts = list(texts)
-    if not texts:
-        raise ValueError("no training captions")
-    if settings["threads"]:
-        torch.set_num_threads(int(settings["threads"]))
-    torch.manual_seed(seed)
-    tokenizer = _train_tokenizer(texts, settings)
-    special = tokenizer.convert_tokens_to_ids(SPECIAL)
-    pad = tokenizer.convert_tokens_to_ids(PAD)
-    body = settings["max_length"] - 2
-    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
-    sequences = [[special, *ids[:body], special] for ids in encoded]
-
-    config = GPT2Config(
-        vocab_size=len(tokenizer),
-        n_positions=settings["max_length"],
-        n_embd=settings["n_embd"],
-        n_layer=settings["n_layer"],
-        n_head=settings["n_head"],
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        bos_token_id=special,
-        eos_token_id=special,
-        pad_token_id=pad,
-    )
-    model = GPT2LMHeadModel(config)
-    model.train()
     optimizer = torch.optim.AdamW(
         model.parameters(), lr=settings["lr"], weight_decay=settings["weight_decay"]
     )
@@ -137,6 +119,7 @@ def fit_tiny_gpt2(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     generator = torch.Generator().manual_seed(seed)
+    model.train()
     epoch_losses: list[float] = []
     for epoch in range(settings["epochs"]):
         order = torch.randperm(len(sequences), generator=generator)
@@ -152,16 +135,59 @@ def fit_tiny_gpt2(
             scheduler.step()
             losses.append(loss.item())
         epoch_losses.append(round(sum(losses) / len(losses), 6))
+    model.eval()
+    return epoch_losses
 
+
+def fit_tiny_gpt2(
+    texts: Sequence[str], out_dir: str | Path, settings: dict[str, Any] | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """Train on ``texts`` and write model + tokenizer to ``out_dir`` (replaced atomically).
+
+    Returns the training record that is also written to ``out_dir/vlcomp_train.json``.
+    """
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    settings = _settings(settings)
+    texts = list(texts)
+    if not texts:
+        raise ValueError("no training captions")
+    data_sha256 = texts_digest(texts)
+    if settings["max_captions"] and len(texts) > settings["max_captions"]:
+        rng = np.random.default_rng(seed)
+        chosen = np.sort(rng.choice(len(texts), size=settings["max_captions"], replace=False))
+        texts = [texts[i] for i in chosen]
+    tokenizer = _train_tokenizer(texts, settings)
+    special = tokenizer.convert_tokens_to_ids(SPECIAL)
+    pad = tokenizer.convert_tokens_to_ids(PAD)
+    body = settings["max_length"] - 2
+    encoded = tokenizer(texts, add_special_tokens=False)["input_ids"]
+    sequences = [[special, *ids[:body], special] for ids in encoded]
+    config = GPT2Config(
+        vocab_size=len(tokenizer),
+        n_positions=settings["max_length"],
+        n_embd=settings["n_embd"],
+        n_layer=settings["n_layer"],
+        n_head=settings["n_head"],
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        bos_token_id=special,
+        eos_token_id=special,
+        pad_token_id=pad,
+    )
+    with _torch_threads(settings["threads"]):
+        torch.manual_seed(seed)
+        model = GPT2LMHeadModel(config)
+        epoch_losses = _train(model, sequences, pad, settings, seed)
     record = {
         "settings": settings,
         "seed": seed,
-        "n_captions": len(texts),
-        "data_sha256": texts_digest(texts),
+        "n_captions_used": len(texts),
+        "data_sha256": data_sha256,
         "epoch_mean_loss": epoch_losses,
         "parameters": sum(p.numel() for p in model.parameters()),
     }
-    model.eval()
     _save_atomically(model, tokenizer, record, Path(out_dir))
     return record
 

@@ -1,0 +1,50 @@
+"""Caption -> scene graph parser (the ``parse`` stage) and its measurements.
+
+Public API: ``CaptionParser`` (backend + rules), ``extract_graph`` on ``Tokens``,
+``ExtractOptions`` / ``make_options``, ``PredicateMap`` (+ ``world_predicate_map``), and
+the job functions ``parse_captions``, ``parser_quality`` and ``throughput``.
+"""
+
+from .backends import (
+    DEFAULT_SPACY_MODEL,
+    ParserUnavailable,
+    SpacyBackend,
+    StanzaBackend,
+    UDWord,
+    make_backend,
+    ud_to_tokens,
+)
+from .extract import EMPTY_GRAPH, ExtractOptions, SceneGraph, extract_graph
+from .lexicon import DEFAULT_STOP_OBJECTS
+from .parser import RULES_VERSION, CaptionParser, make_options
+from .predicates import (
+    DEFAULT_PREDICATE_MAP,
+    PredicateMap,
+    resolve_predicate_map,
+    world_predicate_map,
+)
+from .tokens import Lemmatizer, Tokens
+
+__all__ = [
+    "DEFAULT_PREDICATE_MAP",
+    "DEFAULT_SPACY_MODEL",
+    "DEFAULT_STOP_OBJECTS",
+    "EMPTY_GRAPH",
+    "RULES_VERSION",
+    "CaptionParser",
+    "ExtractOptions",
+    "Lemmatizer",
+    "ParserUnavailable",
+    "PredicateMap",
+    "SceneGraph",
+    "SpacyBackend",
+    "StanzaBackend",
+    "Tokens",
+    "UDWord",
+    "extract_graph",
+    "make_backend",
+    "make_options",
+    "resolve_predicate_map",
+    "ud_to_tokens",
+    "world_predicate_map",
+]

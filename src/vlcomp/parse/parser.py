@@ -1,0 +1,77 @@
+"""``CaptionParser``: a backend plus the graph extraction, over many captions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .backends import Backend, make_backend
+from .extract import ExtractOptions, SceneGraph, extract_graph
+from .predicates import PredicateMap, resolve_predicate_map
+
+# Bump when the extraction rules change what they produce for the same parse.
+RULES_VERSION = "1"
+
+
+class CaptionParser:
+    """Caption -> ``SceneGraph``. ``parser_name`` identifies backend, model and versions
+    (the ``parser`` column of the ``graphs`` contract)."""
+
+    def __init__(
+        self,
+        backend: str | Backend = "spacy",
+        options: ExtractOptions | None = None,
+        **backend_kwargs: Any,
+    ) -> None:
+        self.backend = (
+            make_backend(backend, **backend_kwargs) if isinstance(backend, str) else backend
+        )
+        self.options = options or ExtractOptions()
+
+    @property
+    def parser_name(self) -> str:
+        return self.backend.parser_name
+
+    def parse(
+        self, texts: Iterable[str | None], batch_size: int = 256, n_process: int = 1
+    ) -> Iterator[SceneGraph]:
+        """Graphs of ``texts``, in order; a missing or empty text gives an empty graph."""
+        lemmatizer = self.backend.lemmatizer
+        for tokens in self.backend.tokens(texts, batch_size=batch_size, n_process=n_process):
+            yield extract_graph(tokens, lemmatizer, self.options)
+
+    def parse_one(self, text: str | None) -> SceneGraph:
+        return next(self.parse([text], batch_size=1))
+
+    def metadata(self) -> dict[str, Any]:
+        """Versions and settings, for output metadata."""
+        return {
+            "parser": self.parser_name,
+            "rules_version": RULES_VERSION,
+            **self.backend.versions(),
+            "options": self.options.describe(),
+        }
+
+
+def make_options(
+    predicate_map: str | Path | Mapping[str, str] | PredicateMap | None = None,
+    *,
+    strip_verbs: bool | None = None,
+    stop_objects: Iterable[str] | None = None,
+    frame_objects: Iterable[str] | None = None,
+    numerals: bool = False,
+    of_as_have: bool = True,
+) -> ExtractOptions:
+    """``ExtractOptions`` from config-like values (see ``resolve_predicate_map``);
+    ``stop_objects``/``frame_objects`` of ``None`` keep the default lists."""
+    kwargs: dict[str, Any] = {
+        "predicates": resolve_predicate_map(predicate_map, strip_verbs),
+        "numerals": numerals,
+        "of_as_have": of_as_have,
+    }
+    if stop_objects is not None:
+        kwargs["stop_objects"] = frozenset(" ".join(s.lower().split()) for s in stop_objects)
+    if frame_objects is not None:
+        kwargs["frame_objects"] = frozenset(" ".join(s.lower().split()) for s in frame_objects)
+    return ExtractOptions(**kwargs)

@@ -1,0 +1,34 @@
+COUNT_TABLES = ["atoms", "compounds", "bindings"]
+
+
+rule count_shard:
+    input:
+        "results/graphs/{corpus}/graphs-{shard}.parquet",
+    output:
+        expand(
+            "results/counts/{{corpus}}/partial/{{shard}}/{table}.parquet",
+            table=COUNT_TABLES,
+        ),
+    log:
+        "logs/atoms/{corpus}/{shard}.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Counting atoms, compounds and bindings of {wildcards.corpus} shard {wildcards.shard}"
+    script:
+        "../scripts/count_shard.py"
+
+
+rule merge_counts:
+    input:
+        shard_files("results/counts/{corpus}/partial/{shard}/atoms.parquet"),
+    output:
+        expand("results/counts/{{corpus}}/{table}.parquet", table=COUNT_TABLES),
+    log:
+        "logs/atoms/{corpus}/merge.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Merging the per-shard counts of {wildcards.corpus}"
+    script:
+        "../scripts/merge_counts.py"

@@ -1,0 +1,44 @@
+rule parse_shard:
+    input:
+        "results/captions/{corpus}/captions-{shard}.parquet",
+    output:
+        "results/graphs/{corpus}/graphs-{shard}.parquet",
+    log:
+        "logs/parse/{corpus}/{shard}.log",
+    benchmark:
+        "benchmarks/parse/{corpus}/{shard}.tsv"
+    conda:
+        "../../envs/vlcomp.yaml"
+    threads: config["parse"]["n_process"]
+    resources:
+        mem_mb=3000,
+    params:
+        parse=config["parse"],
+    message:
+        "Parsing captions of {wildcards.corpus} shard {wildcards.shard} into scene graphs"
+    script:
+        "../scripts/parse_shard.py"
+
+
+rule parser_quality:
+    input:
+        factual=lambda wc: factual_csv() or [],
+        world="results/world/eval/truth.parquet",
+    output:
+        table="results/parser/quality.parquet",
+        markdown=report(
+            "results/parser/quality.md",
+            category="Parser",
+            labels={"table": "parser precision/recall"},
+        ),
+    log:
+        "logs/parse/quality.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    params:
+        parse=config["parse"],
+        limit=config["parser_quality"]["limit"],
+    message:
+        "Parser precision/recall (ours vs SceneGraphParser) on FACTUAL and the world"
+    script:
+        "../scripts/parser_quality.py"
