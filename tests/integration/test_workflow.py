@@ -18,6 +18,7 @@ from tests.conftest import REPO
 
 SNAKEMAKE = str(Path(sys.executable).parent / "snakemake")
 SMALL_CONFIG = REPO / "tests" / "config" / "small.yaml"
+FACTUAL_DEV = REPO.parent / "shared" / "data" / "factual_sg" / "dev.csv"
 
 pytestmark = pytest.mark.integration
 
@@ -41,8 +42,13 @@ def parquet_hashes(root: Path) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
+    """The small workflow, with FACTUAL's gold graphs where the shared data is present."""
     workdir = tmp_path_factory.mktemp("run")
-    result = snakemake(workdir)
+    config = yaml.safe_load(SMALL_CONFIG.read_text())
+    if FACTUAL_DEV.exists():
+        config["parser_quality"]["factual_csv"] = str(FACTUAL_DEV)
+    (workdir / "config.yaml").write_text(yaml.safe_dump(config))
+    result = snakemake(workdir, config=workdir / "config.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     return workdir
 
@@ -100,7 +106,7 @@ def test_versions_are_recorded(run_dir):
 
 
 def test_nothing_to_do_on_rerun(run_dir):
-    result = snakemake(run_dir, "-n")
+    result = snakemake(run_dir, "-n", config=run_dir / "config.yaml")
     assert result.returncode == 0
     assert "Nothing to be done" in result.stdout + result.stderr
 
@@ -108,7 +114,9 @@ def test_nothing_to_do_on_rerun(run_dir):
 def test_one_figure_rebuilds_alone(run_dir):
     figure = run_dir / "results/figures/world_retrieval.png"
     figure.unlink()
-    result = snakemake(run_dir, "results/figures/world_retrieval.png")
+    result = snakemake(
+        run_dir, "results/figures/world_retrieval.png", config=run_dir / "config.yaml"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert figure.exists()
     jobs = [line for line in result.stdout.splitlines() + result.stderr.splitlines()]
@@ -117,13 +125,13 @@ def test_one_figure_rebuilds_alone(run_dir):
 
 
 def test_report(run_dir):
-    result = snakemake(run_dir, "--report", "report.html")
+    result = snakemake(run_dir, "--report", "report.html", config=run_dir / "config.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (run_dir / "report.html").stat().st_size > 10_000
 
 
 def test_same_config_gives_byte_identical_parquet(run_dir, tmp_path):
-    result = snakemake(tmp_path)
+    result = snakemake(tmp_path, config=run_dir / "config.yaml")
     assert result.returncode == 0, result.stderr[-4000:]
     first, second = parquet_hashes(run_dir), parquet_hashes(tmp_path)
     assert len(first) >= 10
@@ -171,3 +179,40 @@ def test_unavailable_pretrained_model_fails_fast(tmp_path):
     assert "not in the local Hugging Face cache" in result.stderr + result.stdout
     assert time.perf_counter() - started < 30
     assert not (workdir / "results").exists()
+
+
+def test_systematicity_chain(run_dir):
+    results = run_dir / "results"
+    for corpus in ("cc12m", "laion"):
+        shards = sorted((results / "captions" / corpus).glob("captions-*-of-2.parquet"))
+        assert len(shards) == 2
+        graphs = pl.concat(
+            pl.read_parquet(p) for p in (results / "graphs" / corpus).glob("*.parquet")
+        )
+        assert graphs["ok"].mean() > 0.95
+        assert "spacy" in graphs["parser"][0]
+        atoms = pl.read_parquet(results / "counts" / corpus / "atoms.parquet")
+        assert set(atoms["kind"]) >= {"object", "attribute"}
+        splits = pl.read_parquet(results / "splits" / "world_vg" / f"{corpus}.parquet")
+        assert splits.height > 0
+    # Held-out atoms never reach the parsed training counts.
+    cc12m_atoms = pl.read_parquet(results / "counts" / "cc12m" / "atoms.parquet")
+    assert "hexagon" not in cc12m_atoms["value"].to_list()
+    agreement = json.loads((results / "splits/world_vg/cc12m_agreement.json").read_text())
+    assert agreement["crepe"]["rate"] > 0.9, agreement
+
+
+def test_text_only_chain(run_dir):
+    results = run_dir / "results"
+    blind = pl.read_parquet(results / "blind/world_pairs/cc12m.parquet")
+    assert set(blind["scorer"]) == {"ngram", "minilm"}
+    assert blind["accuracy"].is_between(0, 1).all()
+    refined = pl.read_parquet(results / "refine/world_pairs/cc12m/refined_candidates.parquet")
+    original = pl.read_parquet(results / "negatives/world_pairs/candidates.parquet")
+    assert 0 < refined.height < original.height
+    assert (results / "figures/refine_world_pairs_cc12m.png").stat().st_size > 0
+    priors = pl.read_parquet(results / "priors/world_cc12m/world_pairs.parquet")
+    assert priors.height > 0
+    if FACTUAL_DEV.exists():
+        quality = (results / "parser/quality.md").read_text()
+        assert "factual" in quality.lower() and "sng" in quality.lower()

@@ -66,18 +66,36 @@ def load_spacy(model: str = DEFAULT_SPACY_MODEL) -> Any:
     return nlp
 
 
-def tokens_from_doc(doc: Any, original: str) -> Tokens:
-    """``Tokens`` of a spaCy Doc; names are cut from ``original`` when it is aligned."""
+_DOC_ATTRS = ("TAG", "DEP", "LOWER", "HEAD", "IDX", "LENGTH")
+_WRAP = 1 << 64  # to_array stores negative head offsets as unsigned integers
+
+
+def tokens_from_doc(doc: Any, original: str, labels: dict[int, str] | None = None) -> Tokens:
+    """``Tokens`` of a spaCy Doc (one ``to_array`` call, no per-token objects); names are
+    cut from ``original`` when it is aligned. ``labels`` memoises tag and label strings."""
     text = original if len(original) == len(doc.text) else doc.text
-    lower, tags, deps, heads, starts, ends = [], [], [], [], [], []
-    for t in doc:
-        lower.append(t.lower_)
-        tags.append(t.tag_)
-        deps.append(t.dep_)
-        heads.append(t.head.i)
-        starts.append(t.idx)
-        ends.append(t.idx + len(t))
-    return Tokens(text, lower, tags, deps, heads, starts, ends)
+    if len(doc) == 0:
+        return Tokens(text, [], [], [], [], [], [])
+    tags_h, deps_h, lower_h, heads_rel, starts, lengths = doc.to_array(list(_DOC_ATTRS)).T.tolist()
+    strings = doc.vocab.strings
+    memo = labels if labels is not None else {}
+
+    def label(h: int) -> str:
+        value = memo.get(h)
+        if value is None:
+            value = memo[h] = strings[h]
+        return value
+
+    heads = [i + (h - _WRAP if h >= _WRAP >> 1 else h) for i, h in enumerate(heads_rel)]
+    return Tokens(
+        text,
+        [strings[h] for h in lower_h],
+        [label(h) for h in tags_h],
+        [label(h) for h in deps_h],
+        heads,
+        starts,
+        [a + n for a, n in zip(starts, lengths, strict=True)],
+    )
 
 
 class SpacyBackend:
@@ -95,6 +113,7 @@ class SpacyBackend:
         self.spacy_version = spacy.__version__
         self.model_version = str(self.nlp.meta.get("version", "unknown"))
         self.parser_name = f"vlcomp-spacy/{model}-{self.model_version}/spacy-{self.spacy_version}"
+        self._labels: dict[int, str] = {}
 
     def versions(self) -> dict[str, str]:
         return {
@@ -111,7 +130,7 @@ class SpacyBackend:
         pairs = ((prepare(t), t) for t in (truncate(x, self.max_chars) for x in texts))
         docs = self.nlp.pipe(pairs, as_tuples=True, batch_size=batch_size, n_process=n_process)
         for doc, original in docs:
-            yield tokens_from_doc(doc, original)
+            yield tokens_from_doc(doc, original, self._labels)
 
 
 # -------------------------------------------------------------------------------- Stanza

@@ -59,6 +59,7 @@ Relations (subject, predicate, object)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -99,6 +100,8 @@ _RELATIONAL = frozenset(RELATIONAL_NOUNS) | frozenset(RELATIONAL_PLURALS)
 _FRAMING_PREPS = frozenset({"in", "on", "from"})
 _BARE_DEPS = frozenset({"det", "amod", "compound", "punct", "cc", "conj", "nummod", "poss"})
 _COMPLEMENT_DEPS = frozenset({"prep", "dobj", "acomp", "attr", "xcomp", "ccomp", "dative"})
+_HAS_LETTER = re.compile(r"[^\W\d_]")
+_CANDIDATE_TAGS = NOUN_TAGS | ADJ_TAGS | {"VBG"}
 _ARGUMENT_DEPS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "conj", "appos"})
 
 
@@ -199,16 +202,18 @@ class _Extraction:
         self._find_objects()
         if not self.objects:
             return EMPTY_GRAPH
+        deps, tags, in_span, span_of = self.deps, self.tags, self.in_span, self.span_of
         for i in range(self.n):
-            if i in self.span_of:
-                self._span_relation(i)
-            if self.in_span[i]:
+            if in_span[i]:
+                if i in span_of:
+                    self._span_relation(i)
                 continue
-            if self._is_prep(i):
+            dep = deps[i]
+            if dep == "prep" or dep == "conj" and self._is_prep(i):
                 self._prep_relation(i)
-            elif self.deps[i] == "poss" and i in self.obj_of and self.heads[i] in self.obj_of:
+            elif dep == "poss" and i in self.obj_of and self.heads[i] in self.obj_of:
                 self._emit([i], "have", [self.heads[i]])
-            if self.tags[i] in VERB_TAGS and i not in self.redirect:
+            if tags[i] in VERB_TAGS and i not in self.redirect:
                 self._verb_relations(i)
         return self._finish()
 
@@ -332,7 +337,7 @@ class _Extraction:
         return None
 
     def _is_noun(self, i: int) -> bool:
-        if not any(ch.isalpha() for ch in self.lower[i]):
+        if _HAS_LETTER.search(self.lower[i]) is None:
             return False  # numbers, symbols, control characters
         tag = self.tags[i]
         if tag in NOUN_TAGS:
@@ -379,13 +384,17 @@ class _Extraction:
         boilerplate = stop | frame
         attr_nouns = self.opts.attribute_nouns | DESCRIPTIVE_ADJECTIVES
         pending: list[tuple[int, int]] = []  # (colour token, the noun it describes)
-        candidate_tags = NOUN_TAGS | ADJ_TAGS | {"VBG"}
+        lower, deps, heads, tags = self.lower, self.deps, self.heads, self.tags
+        of_heads = {heads[k] for k in range(self.n) if lower[k] == "of" and deps[k] == "prep"}
         for i in range(self.n):
-            if self.in_span[i] or (self.tags[i] not in candidate_tags and not self.children[i]):
+            if self.in_span[i]:
                 continue
-            target = self._partitive_target(i)
-            if target is not None:
-                self.redirect[i] = target
+            if i in of_heads:
+                target = self._partitive_target(i)
+                if target is not None:
+                    self.redirect[i] = target
+                    continue
+            if tags[i] not in _CANDIDATE_TAGS:
                 continue
             if not self._is_noun(i) or self._absorbed(i) or self._is_bare_relational(i):
                 continue
