@@ -21,6 +21,7 @@ include: "workflow/rules/refine.smk"
 include: "workflow/rules/embed.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/benchmarks.smk"
 
 
 rule all:

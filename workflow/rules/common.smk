@@ -88,3 +88,31 @@ def factual_csv():
     """FACTUAL's gold scene graphs, when the configured file is there."""
     path = config["parser_quality"]["factual_csv"]
     return path if path and os.path.isfile(path) else None
+
+
+def scorer_training_text(wildcards):
+    """Caption tables a text set's scorers train on: a corpus's shards, or the audit's."""
+    if wildcards.textset == "sugarcrepe_audit":
+        return "results/audit/training_text.parquet"
+    return expand(
+        "results/captions/{corpus}/captions-{shard}.parquet",
+        corpus=wildcards.textset,
+        shard=SHARDS,
+    )
+
+
+def trained_scorers(textset):
+    return [
+        f"results/scorers/{textset}/{SCORER_FILES[name]}"
+        for name in config["scorers"]["use"]
+    ]
+
+
+def corpus_of_model(wildcards):
+    corpus = training_corpus(config, wildcards.model)
+    if corpus is None:
+        raise WorkflowError(
+            f"models.{wildcards.model}: linguistic priors need the model's training corpus "
+            "(models.<name>.train.corpus or training_corpus)"
+        )
+    return corpus

@@ -1,13 +1,3 @@
-def corpus_of_model(wildcards):
-    corpus = training_corpus(config, wildcards.model)
-    if corpus is None:
-        raise WorkflowError(
-            f"models.{wildcards.model}: linguistic priors need the model's training corpus "
-            "(models.<name>.train.corpus or training_corpus)"
-        )
-    return corpus
-
-
 rule score_world_pairs:
     input:
         candidates="results/negatives/world_pairs/candidates.parquet",

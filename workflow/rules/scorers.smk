@@ -1,28 +1,3 @@
-SCORER_FILES = {
-    "ngram": "ngram.parquet",
-    "minilm": "minilm.parquet",
-    "tiny_gpt2": "tiny_gpt2",
-}
-
-
-def scorer_training_text(wildcards):
-    """Caption tables a text set's scorers train on: a corpus's shards, or the audit's."""
-    if wildcards.textset == "sugarcrepe_audit":
-        return "results/audit/training_text.parquet"
-    return expand(
-        "results/captions/{corpus}/captions-{shard}.parquet",
-        corpus=wildcards.textset,
-        shard=SHARDS,
-    )
-
-
-def trained_scorers(textset):
-    return [
-        f"results/scorers/{textset}/{SCORER_FILES[name]}"
-        for name in config["scorers"]["use"]
-    ]
-
-
 rule train_scorer:
     input:
         scorer_training_text,

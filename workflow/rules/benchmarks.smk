@@ -1,0 +1,63 @@
+# Throughput benchmarks: not part of the default run; `snakemake benchmarks` runs them all.
+# Each prints and writes its numbers next to a baseline measured in the same run.
+
+
+rule benchmarks:
+    input:
+        "results/benchmarks/parser.json",
+        "results/benchmarks/counting.json",
+        "results/benchmarks/scorers.json",
+
+
+rule benchmark_parser:
+    input:
+        captions=shard_files("results/captions/cc12m/captions-{shard}.parquet"),
+        factual=lambda wc: factual_csv() or [],
+    output:
+        "results/benchmarks/parser.json",
+    log:
+        "logs/benchmarks/parser.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Parser throughput: raw spaCy pipe (ceiling) vs ours vs SceneGraphParser"
+    script:
+        "../scripts/benchmark_parser.py"
+
+
+rule benchmark_counting:
+    input:
+        "results/world/corpora/cc12m",
+    output:
+        "results/benchmarks/counting.json",
+    log:
+        "logs/benchmarks/counting.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    params:
+        rows=2_000_000,
+    message:
+        "Atom/compound/binding counting throughput and peak memory"
+    shell:
+        "python -m vlcomp.systematicity.bench {input}/truth.parquet $(mktemp -d) "
+        "--rows {params.rows} --shards 4 > {output} 2> {log}"
+
+
+rule benchmark_scorers:
+    input:
+        train=config["audit"]["training_csv"],
+        sugarcrepe=config["audit"]["sugarcrepe_dir"],
+    output:
+        "results/benchmarks/scorers.json",
+    log:
+        "logs/benchmarks/scorers.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    params:
+        column=config["audit"]["text_column"],
+    message:
+        "Text-only scorer throughput (n-gram, tiny GPT-2, MiniLM familiarity)"
+    shell:
+        "python -m vlcomp.scorers.bench --train {input.train} --train-column {params.column} "
+        "--eval {input.sugarcrepe}/unrefined/*.json --n 5000 --threads 1 --out {output} "
+        "> {log} 2>&1"

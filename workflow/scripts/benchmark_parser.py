@@ -1,0 +1,17 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+import polars as pl
+
+from vlcomp.io import write_json
+from vlcomp.joblog import job_log
+from vlcomp.parse.bench import throughput
+
+with job_log(snakemake.log[0]) as log:
+    texts = pl.concat(pl.read_parquet(p, columns=["text"]) for p in snakemake.input.captions)
+    texts = texts["text"].to_list()
+    if snakemake.input.factual:
+        texts += pl.read_csv(snakemake.input.factual, columns=["caption"])["caption"].to_list()
+    result = throughput(texts[:5000], sng_limit=1000, echo=log)
+    write_json(result, snakemake.output[0])
