@@ -77,7 +77,9 @@ def test_outputs_exist(run_dir):
 
 def test_metrics_table(run_dir):
     table = pl.read_parquet(run_dir / "results/metrics/world_retrieval.parquet")
-    assert table.columns == ["model", "benchmark", "split", "metric", "value", "n", "tie_policy"]
+    assert table.columns == [
+        "model", "benchmark", "split", "family", "metric", "value", "n", "tie_policy",
+    ]  # fmt: skip
     assert set(table["model"]) == {"world_cc12m", "chance"}
     assert set(table["split"]) == {"all", "held_in", "held_out"}
     assert set(table["metric"]) == {"i2t_R@1", "t2i_R@1", "i2t_R@5", "t2i_R@5"}

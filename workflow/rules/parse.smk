@@ -24,6 +24,7 @@ rule parser_quality:
     input:
         factual=lambda wc: factual_csv() or [],
         world="results/world/eval/truth.parquet",
+        corpora=expand("results/world/corpora/{corpus}", corpus=WORLD_CORPORA),
     output:
         table="results/parser/quality.parquet",
         markdown=report(
@@ -38,6 +39,7 @@ rule parser_quality:
     params:
         parse=config["parse"],
         limit=config["parser_quality"]["limit"],
+        with_sng=config["parser_quality"]["with_sng"],
     message:
         "Parser precision/recall (ours vs SceneGraphParser) on FACTUAL and the world"
     script:

@@ -1,5 +1,7 @@
+import os
 import sys
 
+os.environ["OMP_NUM_THREADS"] = "1"  # per-core numbers
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 import polars as pl

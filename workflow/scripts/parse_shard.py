@@ -14,5 +14,8 @@ with job_log(snakemake.log[0]) as log:
         n_process=settings["n_process"],
         batch_size=settings["batch_size"],
         predicate_map=settings["predicate_map"],
+        model=settings["model"],
+        numerals=settings["numerals"],
+        strip_verbs=settings["strip_verbs"],
         progress=log,
     )

@@ -8,9 +8,11 @@ from vlcomp.parse.quality import parser_quality
 with job_log(snakemake.log[0]) as log:
     parser_quality(
         snakemake.input.factual or None,
-        [snakemake.input.world],
+        [snakemake.input.world, *(f"{c}/truth.parquet" for c in snakemake.input.corpora)],
         snakemake.output.table,
         backend=snakemake.params.parse["backend"],
+        model=snakemake.params.parse["model"],
+        with_sng=snakemake.params.with_sng,
         limit=snakemake.params.limit,
         batch_size=snakemake.params.parse["batch_size"],
         log=log,

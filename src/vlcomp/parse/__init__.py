@@ -14,7 +14,9 @@ from .backends import (
     make_backend,
     ud_to_tokens,
 )
+from .bench import throughput
 from .extract import EMPTY_GRAPH, ExtractOptions, SceneGraph, extract_graph
+from .jobs import parse_captions
 from .lexicon import DEFAULT_STOP_OBJECTS
 from .parser import RULES_VERSION, CaptionParser, make_options
 from .predicates import (
@@ -23,6 +25,7 @@ from .predicates import (
     resolve_predicate_map,
     world_predicate_map,
 )
+from .quality import parser_quality
 from .tokens import Lemmatizer, Tokens
 
 __all__ = [
@@ -44,7 +47,10 @@ __all__ = [
     "extract_graph",
     "make_backend",
     "make_options",
+    "parse_captions",
+    "parser_quality",
     "resolve_predicate_map",
+    "throughput",
     "ud_to_tokens",
     "world_predicate_map",
 ]

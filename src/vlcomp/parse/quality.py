@@ -145,7 +145,7 @@ def sng_parse(texts: Sequence[str], model: str = DEFAULT_SPACY_MODEL) -> list[Ra
     its ``amod`` modifiers, relations its lemmatised relations. A caption it fails on gives
     an empty graph."""
     parser = make_sng_parser(model)
-    return [_sng_graph(parser, t) for t in texts]
+    return [sng_graph(parser, t) for t in texts]
 
 
 def make_sng_parser(model: str = DEFAULT_SPACY_MODEL) -> Any:
@@ -154,7 +154,7 @@ def make_sng_parser(model: str = DEFAULT_SPACY_MODEL) -> Any:
     return sng_parser.Parser("spacy", model=model)
 
 
-def _sng_graph(parser: Any, text: str) -> RawGraph:
+def sng_graph(parser: Any, text: str) -> RawGraph:
     try:
         g = parser.parse(text)
     except Exception:  # sng_parser has no error contract; count as nothing parsed
@@ -337,7 +337,7 @@ def parser_quality(
         return run
 
     def run_sng(texts: Sequence[str]) -> list[RawGraph]:
-        return [_sng_graph(sng, t) for t in texts]
+        return [sng_graph(sng, t) for t in texts]
 
     if factual_csv is not None:
         texts, gold = read_factual(factual_csv, limit)

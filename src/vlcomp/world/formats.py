@@ -17,6 +17,7 @@ from typing import Any
 import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
+from vlcomp.io import atomic_path, write_parquet
 
 from .captions import Caption, object_phrase, pair_phrase
 from .scenes import Scene
@@ -53,15 +54,9 @@ SCENE_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def _tmp_path(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
 def write_bytes_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(path)
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
 
 
 def write_text_atomic(path: Path, text: str) -> None:
@@ -75,10 +70,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 def write_parquet_atomic(path: Path, df: pl.DataFrame) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _tmp_path(path)
-    df.write_parquet(tmp, compression="zstd", statistics=False)
-    os.replace(tmp, path)
+    write_parquet(df, path)
 
 
 class ImageDir:
