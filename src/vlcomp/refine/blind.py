@@ -118,7 +118,8 @@ def accuracy_table(
         micro = micro.with_columns(
             accuracy=pl.col("correct") / pl.col("n"), average=pl.lit("micro")
         )
-        macro = groups.group_by(level).agg(
+        # Sorted, order-keeping groups: a float mean must add in the same order every run.
+        macro = groups.sort(keys).group_by(level, maintain_order=True).agg(
             n=pl.col("n").sum(),
             ties=pl.col("ties").sum(),
             correct=pl.col("correct").sum(),
