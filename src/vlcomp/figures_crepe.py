@@ -1,0 +1,222 @@
+"""Figures from retrieval-set metric tables (``retrieval_sets.SET_METRIC_SCHEMA``).
+
+- ``plot_splits_by_type``: CREPE Fig. 4 style, R@1 per negative type with one bar per split
+  (SC / UC / UA), one panel per model (rows: benchmarks); bootstrap CIs as error bars and
+  chance as black ticks.
+- ``plot_complexity``: CREPE Fig. 5 style, R@1 against complexity n, one line per negative
+  type with a CI band, chance dashed, one panel per model.
+- ``plot_split_accuracy``: BindSplit Fig. 4 style, accuracy per model with one bar per split
+  (seen / mixed / unseen), one panel per benchmark.
+
+Each writes PNG and PDF deterministically (``vlcomp.figures._save``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from vlcomp.figures import _save  # noqa: E402
+
+CHANCE = "chance"
+ALL = "all"
+CREPE_SPLITS = ("SC", "UC", "UA")
+BINDSPLIT_SPLITS = ("seen", "mixed", "unseen")
+SPLIT_COLOURS = {
+    "SC": "#1b9e77", "UC": "#d95f02", "UA": "#7570b3",
+    "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02",
+    "held_in": "#1b9e77", "held_out": "#d95f02", "all": "#666666", "excluded": "#bbbbbb",
+}  # fmt: skip
+FAMILY_CMAP = plt.get_cmap("tab10")
+
+
+def _models(table: pl.DataFrame) -> list[str]:
+    return sorted(set(table["model"].to_list()) - {CHANCE})
+
+
+def _present(table: pl.DataFrame, wanted: Sequence[str] | None, default: Sequence[str]) -> list:
+    present = set(table["split"].to_list())
+    if wanted is not None:
+        return [s for s in wanted if s in present]
+    known = [s for s in default if s in present]
+    return known or sorted(present - {ALL, "excluded"})
+
+
+def _errors(cells: pl.DataFrame) -> np.ndarray | None:
+    """(2, n) error-bar lengths from ci_low/ci_high; None when the table has no CIs."""
+    if cells["ci_low"].null_count() == cells.height:
+        return None
+    value = cells["value"].to_numpy()
+    low = cells["ci_low"].fill_null(cells["value"]).to_numpy()
+    high = cells["ci_high"].fill_null(cells["value"]).to_numpy()
+    return np.vstack([np.clip(value - low, 0, None), np.clip(high - value, 0, None)])
+
+
+def _read(metrics: str | Path, metric: str) -> pl.DataFrame:
+    table = pl.read_parquet(metrics).filter(pl.col("metric") == metric)
+    if table.filter(pl.col("model") != CHANCE).height == 0:
+        raise ValueError(f"{metrics}: no rows for metric {metric!r}")
+    return table
+
+
+def plot_splits_by_type(
+    metrics: str | Path,
+    png: str | Path,
+    pdf: str | Path,
+    metric: str = "R@1",
+    splits: Sequence[str] | None = None,
+) -> None:
+    """Bars of ``metric`` per negative type (x) and split, per model (columns) and benchmark
+    (rows); rows with a complexity are left out (every complexity pooled)."""
+    table = _read(metrics, metric).filter(
+        pl.col("complexity").is_null() & (pl.col("family") != ALL)
+    )
+    splits = _present(table, splits, CREPE_SPLITS)
+    models, benchmarks = _models(table), sorted(set(table["benchmark"].to_list()))
+    families = sorted(set(table["family"].to_list()))
+    fig, axes = plt.subplots(
+        len(benchmarks), len(models), squeeze=False, sharey=True,
+        figsize=(1.0 + (0.5 + 0.9 * len(families)) * len(models), 0.6 + 3.0 * len(benchmarks)),
+    )  # fmt: skip
+    width = 0.8 / max(1, len(splits))
+    for r, benchmark in enumerate(benchmarks):
+        for c, model in enumerate(models):
+            ax = axes[r][c]
+            for s_index, split in enumerate(splits):
+                offset = (s_index - (len(splits) - 1) / 2) * width
+                for who in (model, CHANCE):
+                    cells = table.filter(
+                        (pl.col("benchmark") == benchmark) & (pl.col("model") == who)
+                        & (pl.col("split") == split)
+                    )  # fmt: skip
+                    xs = np.array([families.index(f) for f in cells["family"]]) + offset
+                    if who == CHANCE:
+                        for x, y in zip(xs, cells["value"], strict=True):
+                            ax.plot([x - width / 2, x + width / 2], [y, y], color="black", lw=1.0)
+                        continue
+                    ax.bar(
+                        xs, cells["value"].to_numpy(), width, yerr=_errors(cells), capsize=2,
+                        color=SPLIT_COLOURS.get(split, "#999999"), label=split,
+                        error_kw={"lw": 0.8},
+                    )  # fmt: skip
+            ax.set_xticks(range(len(families)), families, rotation=30, fontsize=7, ha="right")
+            ax.set_ylim(0, 1.05)
+            ax.grid(axis="y", alpha=0.3)
+            ax.set_title(model if len(benchmarks) == 1 else f"{model} / {benchmark}", fontsize=9)
+        axes[r][0].set_ylabel(f"{metric} (tie = wrong)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    unique = dict(zip(labels, handles, strict=True))
+    axes[0][-1].legend(unique.values(), unique.keys(), fontsize=7, title="split (black: chance)",
+                       title_fontsize=7, loc="upper right")  # fmt: skip
+    fig.suptitle(f"{metric} per negative type and split (95% bootstrap CI)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, png, pdf)
+
+
+def plot_complexity(
+    metrics: str | Path,
+    png: str | Path,
+    pdf: str | Path,
+    metric: str = "R@1",
+    split: str = ALL,
+) -> None:
+    """``metric`` against complexity n, a line and CI band per negative type, per model."""
+    table = _read(metrics, metric).filter(
+        pl.col("complexity").is_not_null() & (pl.col("family") != ALL) & (pl.col("split") == split)
+    )
+    if table.filter(pl.col("model") != CHANCE).height == 0:
+        raise ValueError(f"{metrics}: no {metric} rows with a complexity on split {split!r}")
+    models = _models(table)
+    families = sorted(set(table["family"].to_list()))
+    fig, axes = plt.subplots(
+        1, len(models), squeeze=False, sharey=True, figsize=(0.8 + 3.6 * len(models), 3.4)
+    )
+    for ax, model in zip(axes[0], models, strict=True):
+        for f_index, family in enumerate(families):
+            colour = FAMILY_CMAP(f_index % 10)
+            for who in (model, CHANCE):
+                cells = table.filter((pl.col("model") == who) & (pl.col("family") == family))
+                cells = cells.sort("benchmark", "complexity")
+                if cells.height == 0:
+                    continue
+                x, y = cells["complexity"].to_numpy(), cells["value"].to_numpy()
+                if who == CHANCE:
+                    ax.plot(x, y, color=colour, lw=0.8, ls="--")
+                    continue
+                ax.plot(x, y, color=colour, marker="o", ms=3, lw=1.4, label=family)
+                if cells["ci_low"].null_count() < cells.height:
+                    ax.fill_between(
+                        x, cells["ci_low"].fill_null(cells["value"]).to_numpy(),
+                        cells["ci_high"].fill_null(cells["value"]).to_numpy(),
+                        color=colour, alpha=0.18, lw=0,
+                    )  # fmt: skip
+        ax.set_xlabel("complexity n (atoms)")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.set_title(model, fontsize=9)
+        levels = sorted(set(table["complexity"].to_list()))
+        ax.set_xticks(levels)
+    axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
+    axes[0][-1].legend(fontsize=7, title="negative type (dashed: chance)", title_fontsize=7)
+    fig.suptitle(f"{metric} against complexity, split {split} (95% bootstrap CI)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, png, pdf)
+
+
+def plot_split_accuracy(
+    metrics: str | Path,
+    png: str | Path,
+    pdf: str | Path,
+    metric: str | None = None,
+    splits: Sequence[str] | None = None,
+) -> None:
+    """Accuracy (or ``metric``) per model with one bar per split, one panel per benchmark.
+
+    ``metric`` defaults to the first of accuracy_micro, R@1_micro present in the table."""
+    full = pl.read_parquet(metrics)
+    if metric is None:
+        present = set(full["metric"].to_list())
+        metric = next((m for m in ("accuracy_micro", "R@1_micro") if m in present), None)
+        if metric is None:
+            raise ValueError(f"{metrics}: neither accuracy_micro nor R@1_micro rows")
+    table = _read(metrics, metric).filter(
+        pl.col("complexity").is_null() & (pl.col("family") == ALL)
+    )
+    splits = _present(table, splits, BINDSPLIT_SPLITS)
+    models, benchmarks = _models(table), sorted(set(table["benchmark"].to_list()))
+    fig, axes = plt.subplots(
+        1, len(benchmarks), squeeze=False, sharey=True,
+        figsize=(max(5.0, 0.8 + (0.6 + 0.8 * len(models)) * len(benchmarks)), 3.4),
+    )  # fmt: skip
+    width = 0.8 / max(1, len(splits))
+    for ax, benchmark in zip(axes[0], benchmarks, strict=True):
+        for s_index, split in enumerate(splits):
+            offset = (s_index - (len(splits) - 1) / 2) * width
+            in_split = table.filter((pl.col("benchmark") == benchmark) & (pl.col("split") == split))
+            cells = in_split.filter(pl.col("model").is_in(models)).sort("model")
+            xs = np.array([models.index(m) for m in cells["model"]]) + offset
+            ax.bar(
+                xs, cells["value"].to_numpy(), width, yerr=_errors(cells), capsize=2,
+                color=SPLIT_COLOURS.get(split, "#999999"), label=split, error_kw={"lw": 0.8},
+            )  # fmt: skip
+            chance = in_split.filter(pl.col("model") == CHANCE)
+            if chance.height:
+                for x in np.arange(len(models)) + offset:
+                    ax.plot([x - width / 2, x + width / 2], [chance["value"][0]] * 2,
+                            color="black", lw=1.0)  # fmt: skip
+        ax.set_xticks(range(len(models)), models, rotation=20, fontsize=8, ha="right")
+        ax.set_ylim(0, 1.05)
+        ax.grid(axis="y", alpha=0.3)
+        ax.set_title(benchmark, fontsize=9)
+    axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
+    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
+    fig.suptitle(f"{metric} per model and split (95% bootstrap CI)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, png, pdf)
