@@ -45,3 +45,6 @@ rule all:
         ),
         "results/figures/world_pairs.png",
         "results/figures/world_pairs.pdf",
+        "results/metrics/crepe_productivity.csv",
+        "results/figures/crepe_complexity.png",
+        "results/stats/world_pairs_mcnemar.parquet" if len(EVAL_MODELS) > 1 else [],

@@ -129,6 +129,12 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
         IngestOptions.parse("cc12m_tsv", {"rules": rules})
     except ValueError as error:
         problems.append(f"config key 'ingest.rules': {error}")
+    from vlcomp.negatives.productivity import ProductivitySettings
+
+    try:
+        ProductivitySettings.from_mapping(config["negatives"]["productivity"])
+    except ValueError as error:
+        problems.append(f"config key 'negatives.productivity': {error}")
     try:
         RegionFilters.from_options(config["eval_items"]["vg_regions"])
     except ValueError as error:

@@ -314,3 +314,32 @@ def score_benchmark(
     meta = {f"scorer.{short}": scorer.name for short, scorer in scorers.items()}
     write_parquet(scores, scores_out, metadata=meta)
     log(f"scored {scores.height} (scorer, text) pairs with {', '.join(scorers)}")
+
+
+def world_productivity(
+    world_cfg: dict[str, Any],
+    vg_dir: str,
+    settings: dict[str, Any],
+    seed: int,
+    candidates_out: str,
+    items_out: str,
+    failures_out: str,
+    summary_out: str,
+    log: Log = print,
+) -> None:
+    """CREPE productivity on the world: foils from the world's vocabulary, kinds kept apart."""
+    from vlcomp.negatives.productivity import productivity_benchmark
+    from vlcomp.negatives.productivity_negatives import world_attribute_kinds, world_foils
+
+    summary = productivity_benchmark(
+        Path(vg_dir),
+        Path(candidates_out),
+        Path(items_out),
+        Path(failures_out),
+        {"attribute_kinds": world_attribute_kinds(world_cfg), **settings},
+        seed,
+        world_foils(world_cfg),
+        out_summary=Path(summary_out),
+    )
+    for row in summary.iter_rows(named=True):
+        log(str(row))

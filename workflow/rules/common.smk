@@ -116,3 +116,16 @@ def corpus_of_model(wildcards):
             "(models.<name>.train.corpus or training_corpus)"
         )
     return corpus
+
+
+def set_eval_settings():
+    """Settings of the retrieval-set evaluation (CREPE-style sets, bootstrap CIs)."""
+    settings = config["evaluate"]
+    return {
+        "device": settings["device"],
+        "threads": settings["threads"],
+        "batch_size": settings["batch_size"],
+        "recall_at": settings["set_recall_at"],
+        "bootstrap_resamples": settings["bootstrap_resamples"],
+        "bootstrap_seed": settings["bootstrap_seed"],
+    }

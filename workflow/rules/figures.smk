@@ -38,3 +38,23 @@ rule figure_world_pairs:
         "Plotting pair accuracy per negative type and split"
     script:
         "../scripts/figure_world_pairs.py"
+
+
+rule figure_productivity:
+    input:
+        "results/metrics/crepe_productivity.parquet",
+    output:
+        png=report(
+            "results/figures/crepe_complexity.png",
+            category="Figures",
+            labels={"figure": "R@1 vs complexity"},
+        ),
+        pdf="results/figures/crepe_complexity.pdf",
+    log:
+        "logs/figures/crepe_complexity.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Plotting R@1 against complexity per negative type (CREPE Fig. 5)"
+    script:
+        "../scripts/figure_complexity.py"

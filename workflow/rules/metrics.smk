@@ -85,3 +85,77 @@ rule collect_world_pairs:
         "Collecting pair accuracies of all models"
     script:
         "../scripts/collect_metrics.py"
+
+
+rule evaluate_productivity:
+    input:
+        weights=model_weights,
+        candidates="results/negatives/crepe_productivity/candidates.parquet",
+        boxes="results/negatives/crepe_productivity/items.parquet",
+        images="results/world/eval/images",
+    output:
+        predictions="results/metrics/{model}/crepe_productivity_predictions.parquet",
+        metrics="results/metrics/{model}/crepe_productivity.parquet",
+    log:
+        "logs/metrics/{model}_crepe_productivity.log",
+    benchmark:
+        "benchmarks/metrics/{model}_crepe_productivity.tsv"
+    conda:
+        "../../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        settings=set_eval_settings(),
+        cache="results/cache/embeddings",
+    message:
+        "Recall@K of {wildcards.model} on the productivity sets, per complexity"
+    script:
+        "../scripts/evaluate_sets.py"
+
+
+rule collect_set_metrics:
+    input:
+        expand("results/metrics/{model}/{{benchmark}}.parquet", model=EVAL_MODELS),
+    output:
+        parquet="results/metrics/{benchmark}.parquet",
+        csv=report(
+            "results/metrics/{benchmark}.csv",
+            category="Metrics",
+            labels={"table": "{benchmark}"},
+        ),
+    log:
+        "logs/metrics/collect_{benchmark}.log",
+    wildcard_constraints:
+        benchmark="crepe_productivity|crepe_systematicity",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Collecting {wildcards.benchmark} metrics of all models"
+    script:
+        "../scripts/collect_metrics.py"
+
+
+rule significance_world_pairs:
+    input:
+        expand(
+            "results/metrics/{model}/world_pairs_predictions.parquet",
+            model=EVAL_MODELS,
+        ),
+    output:
+        tests=report(
+            "results/stats/world_pairs_mcnemar.parquet",
+            category="Statistics",
+            labels={"table": "McNemar (mid-p, BH) between models"},
+        ),
+        flips="results/stats/world_pairs_rank_flips.parquet",
+    log:
+        "logs/metrics/significance_world_pairs.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    params:
+        alpha=config["evaluate"]["alpha"],
+    message:
+        "McNemar tests (mid-p, Benjamini-Hochberg) and rank flips between models"
+    script:
+        "../scripts/significance.py"

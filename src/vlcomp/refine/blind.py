@@ -119,11 +119,15 @@ def accuracy_table(
             accuracy=pl.col("correct") / pl.col("n"), average=pl.lit("micro")
         )
         # Sorted, order-keeping groups: a float mean must add in the same order every run.
-        macro = groups.sort(keys).group_by(level, maintain_order=True).agg(
-            n=pl.col("n").sum(),
-            ties=pl.col("ties").sum(),
-            correct=pl.col("correct").sum(),
-            accuracy=pl.col("accuracy").mean(),
+        macro = (
+            groups.sort(keys)
+            .group_by(level, maintain_order=True)
+            .agg(
+                n=pl.col("n").sum(),
+                ties=pl.col("ties").sum(),
+                correct=pl.col("correct").sum(),
+                accuracy=pl.col("accuracy").mean(),
+            )
         )
         summaries += [micro, macro.with_columns(average=pl.lit("macro"))]
     table = pl.concat(

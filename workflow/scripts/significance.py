@@ -1,0 +1,17 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+from vlcomp.joblog import job_log
+from vlcomp.stats import pairwise_significance
+
+with job_log(snakemake.log[0]) as log:
+    pairwise_significance(
+        list(snakemake.input),
+        snakemake.output.tests,
+        snakemake.output.flips,
+        alpha=snakemake.params.alpha,
+        per_family=True,
+        split_pairs=[("held_in", "held_out")],
+        log=log,
+    )
