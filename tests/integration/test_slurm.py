@@ -51,4 +51,4 @@ def test_workflow_runs_through_slurm(cluster, tmp_path):
     submitted = [line for line in output.splitlines() if "SLURM jobid" in line]
     assert len(submitted) >= 8, output[-3000:]
     table = pl.read_parquet(tmp_path / "results/metrics/world_retrieval.parquet")
-    assert set(table["model"]) == {"world_cc12m", "chance"}
+    assert {"world_cc12m", "chance"} <= set(table["model"])

@@ -80,12 +80,12 @@ def test_metrics_table(run_dir):
     assert table.columns == [
         "model", "benchmark", "split", "family", "metric", "value", "n", "tie_policy",
     ]  # fmt: skip
-    assert set(table["model"]) == {"world_cc12m", "chance"}
+    assert set(table["model"]) == {"world_cc12m", "world_cc12m_short", "chance"}
     assert set(table["split"]) == {"all", "held_in", "held_out"}
     assert set(table["metric"]) == {"i2t_R@1", "t2i_R@1", "i2t_R@5", "t2i_R@5"}
     assert table["value"].is_between(0, 1).all()
     n_all = table.filter((pl.col("split") == "all") & (pl.col("metric") == "t2i_R@1"))["n"]
-    assert n_all.to_list() == [60 * 3, 60 * 3]
+    assert n_all.to_list() == [60 * 3] * 3
 
     def value(model: str, metric: str) -> float:
         row = table.filter(
@@ -218,3 +218,17 @@ def test_text_only_chain(run_dir):
     if FACTUAL_DEV.exists():
         quality = (results / "parser/quality.md").read_text()
         assert "factual" in quality.lower() and "sng" in quality.lower()
+
+
+def test_productivity_and_statistics(run_dir):
+    results = run_dir / "results"
+    candidates = pl.read_parquet(results / "negatives/crepe_productivity/candidates.parquet")
+    assert set(candidates["family"]) == {"atom", "swap", "neg"}
+    metrics = pl.read_parquet(results / "metrics/crepe_productivity.parquet")
+    assert {"R@1", "ci_low", "ci_high", "complexity"} <= set(metrics.columns) | set(
+        metrics["metric"]
+    )
+    assert set(metrics["complexity"].drop_nulls()) == {4, 5}
+    tests = pl.read_parquet(results / "stats/world_pairs_mcnemar.parquet")
+    assert tests.height > 0
+    assert (results / "figures/crepe_complexity.png").stat().st_size > 0

@@ -144,7 +144,7 @@ def test_missing_wordnet_says_how_to_install(monkeypatch: pytest.MonkeyPatch) ->
     ("kind", "word", "pos", "expected"),
     [
         ("object", "dog", "n", {"cat", "wolf"}),
-        ("object", "car", "n", {"truck", "bus"}),
+        ("object", "car", "n", {"truck", "motorcycle"}),
         ("attribute", "red", "n", {"blue", "green"}),
     ],
 )
@@ -162,7 +162,7 @@ def test_foils_are_never_synonyms_hypernyms_or_hyponyms(
     assert finder.relation("object", "dog", "puppy") == "hyponym"
     assert finder.relation("object", "dog", "animal") == "hypernym"
     assert finder.relation("object", "car", "automobile") == "synonym"
-    assert finder.relation("attribute", "red", "crimson") == "hyponym"
+    assert finder.relation("attribute", "red", "crimson") in ("synonym", "hyponym")
 
 
 def test_adjective_near_synonyms_are_excluded(finder: FoilFinder, wn: Any) -> None:
@@ -241,7 +241,7 @@ def test_min_count_restricts_the_vocabulary(wn: Any) -> None:
         }
     )
     assert FoilFinder(atoms, wn, min_count=5).candidates("object", "dog") == ["cat"]
-    assert set(FoilFinder(atoms, wn, min_count=1).candidates("object", "wolf")) == {"cat"}
+    assert FoilFinder(atoms, wn, min_count=1).candidates("object", "dog") == ["wolf", "cat"]
 
 
 def test_coherent_senses_drop_rare_sense_kin(wn: Any) -> None:
@@ -254,8 +254,8 @@ def test_coherent_senses_drop_rare_sense_kin(wn: Any) -> None:
 
 def test_rank_is_by_score_then_text() -> None:
     captions = ["a red car", "a blue car", "a car", "a tan car"]
-    assert rank(captions, LengthScorer()) == [2, 3, 1, 0]
-    assert FoilFinder.rank(captions, LengthScorer()) == [2, 3, 1, 0]
+    assert rank(captions, LengthScorer()) == [2, 0, 3, 1]  # ties by text
+    assert FoilFinder.rank(captions, LengthScorer()) == [2, 0, 3, 1]
 
 
 # ---------------------------------------------------------------------- hand-made items
@@ -359,21 +359,26 @@ def test_articles_plurals_case_and_relations(finder: FoilFinder) -> None:
     assert all(t.startswith("Two white ") or t.endswith(" cats") for t in cats)
     cats_comp = negatives(result, "cats/comp")
     assert all(" and two " in t and t.startswith("Two white ") for t in cats_comp)
-    dog_regions = result.regions.filter(pl.col("eval_item_id") == "dog")
-    kinds = dict(zip(dog_regions["family"], dog_regions["compound_kind"], strict=True))
-    dog_atoms = negatives(result, "dog/atom")
-    if kinds["atom"] == "obj_rel_obj":
-        assert "A large dog standing on the table." in dog_atoms
-    dog_comp = negatives(result, "dog/comp")
-    if kinds["comp"] == "obj_rel_obj":
-        assert all(" and a large " in t and t.endswith(" the table.") for t in dog_comp)
+    # an unseen compound (from the split assignments) is the preferred target
+    unseen = {"dog": {("obj_rel_obj", ("dog", "sitting on", "table"))}}
+    dog = build_systematicity_negatives(
+        items.filter(pl.col("item_id") == "dog"), finder, LengthScorer(), settings, 0, unseen
+    )
+    assert set(dog.regions["compound_kind"]) == {"obj_rel_obj"}
+    dog_atoms = negatives(dog, "dog/atom")
+    assert "A large dog standing on the table." in dog_atoms
+    assert "A large dog sitting on the chair." in dog_atoms
+    dog_comp = negatives(dog, "dog/comp")
+    assert len(dog_comp) == 6
+    assert all(" and a large " in t and t.endswith(" the table.") for t in dog_comp)
+    assert "A large dog sitting on the chair and a large dog standing on the table." in dog_comp
     # "a" before a foil starting with a vowel becomes "an"
     orange = items_frame([item("o", "a red car", [("car", "car")], [(0, "red")])])
     vocab = {"object": ["car", "truck"], "attribute": ["red", "orange"]}
     small = build_systematicity_negatives(
         orange, FoilFinder(vocab, finder.wordnet), LengthScorer(), settings, seed=0
     )
-    assert negatives(small, "o/atom") == ["an orange car", "a red truck"]
+    assert sorted(negatives(small, "o/atom")) == ["a red truck", "an orange car"]
     assert negatives(small, "o/comp") == ["a red truck and an orange car"]
 
 
@@ -388,10 +393,15 @@ def test_plural() -> None:
     ]
 
 
-def test_failures_are_counted_by_reason(finder: FoilFinder) -> None:
+def test_failures_are_counted_by_reason(wn: Any) -> None:
+    vocab = {
+        "object": ["chair", "table", "car", "truck", "bike", "dog", "cat"],
+        "attribute": ["wooden", "red", "blue", "green", "black", "large", "small"],
+    }
+    finder = FoilFinder(vocab, wn, senses="coherent")  # chair -> table only
     rows = [
         item("plain", "a dog", [("dog", "dog")], []),
-        item("twice", "a red car and a red car", [("car", "car"), ("car", "car")], [(0, "red"), (1, "red")]),
+        item("twice", "a red car and a red car", [("car", "car")] * 2, [(0, "red"), (1, "red")]),
         item("wood", "a wooden chair", [("chair", "chair")], [(0, "wooden")]),
         item("two", "a red car", [("car", "car")], [(0, "red"), (0, "large")]),
         item("missing", "something else", [("car", "car")], [(0, "red")]),
@@ -612,6 +622,7 @@ def test_world_end_to_end(world: Path, tmp_path: Path) -> None:
         assert digest(out / "a" / f"{name}.parquet") == digest(out / "b" / f"{name}.parquet")
 
     items = pl.read_parquet(world / "items.parquet")
+    assert items.height > 30
     cands = pl.read_parquet(out / "a" / "candidates.parquet")
     failures = pl.read_parquet(out / "a" / "failures.parquet")
     regions = pl.read_parquet(out / "a" / "regions.parquet")

@@ -118,13 +118,17 @@ def corpus_of_model(wildcards):
     return corpus
 
 
+def embed_settings():
+    """Only what changes embeddings, so that adding a model reruns nothing else."""
+    settings = config["evaluate"]
+    return {k: settings[k] for k in ("device", "threads", "batch_size")}
+
+
 def set_eval_settings():
     """Settings of the retrieval-set evaluation (CREPE-style sets, bootstrap CIs)."""
     settings = config["evaluate"]
     return {
-        "device": settings["device"],
-        "threads": settings["threads"],
-        "batch_size": settings["batch_size"],
+        **embed_settings(),
         "recall_at": settings["set_recall_at"],
         "bootstrap_resamples": settings["bootstrap_resamples"],
         "bootstrap_seed": settings["bootstrap_seed"],

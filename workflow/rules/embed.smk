@@ -16,7 +16,7 @@ rule embed_world_eval:
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
-        evaluate=config["evaluate"],
+        evaluate=embed_settings(),
         cache="results/cache/embeddings",
     message:
         "Embedding the evaluation images and captions with {wildcards.model}"

@@ -58,7 +58,7 @@ rule world_pairs_accuracy:
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
-        evaluate=config["evaluate"],
+        evaluate=embed_settings(),
         training_corpus=lambda wc: training_corpus(config, wc.model),
         cache="results/cache/embeddings",
     message:

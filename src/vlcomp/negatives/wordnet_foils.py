@@ -5,9 +5,14 @@ Public API (stable; other generators import it)::
 
     finder = FoilFinder.from_atoms("results/counts/cc12m/atoms.parquet", min_count=10)
     finder.candidates("attribute", "large", forbidden={"red"})  # ["small", ...] or Rejection
-    finder.foils("object", "dog", forbidden)                     # [Foil(value, relation, tier)]
-    finder.relation("object", "dog", "puppy")                    # "hyponym"
-    order = rank(captions, scorer)                               # best caption first
+    finder.foils("object", "dog", forbidden)  # [Foil(value, relation, tier, via, depth)]
+    finder.relation("object", "dog", "puppy")  # "hyponym"; explain(): with the evidence
+    finder.stats                               # Counter of (kind, outcome) of foils()
+    order = rank(captions, scorer)             # indices, most plausible caption first
+    DEFAULT_RELATIONS.facts("a", "left of", "b")  # {(a,<left>,b), (b,<right>,a)}
+
+Foils come best first: by tier (below), then closest kin (deepest shared hypernym), then
+alphabetically; rank the captions they make with ``rank`` (or a scorer) afterwards.
 
 A **foil** for an atom ``o`` of kind ``object`` (noun), ``attribute`` (adjective, or noun:
 colours are nouns in WordNet) or ``relation`` (spatial preposition or verb) is a word ``f``
@@ -634,7 +639,7 @@ class FoilFinder:
         if not self.is_known(kind, value):
             return Rejection(NOT_IN_WORDNET, f"{kind} {value!r}")
         foils = []
-        for candidate in vocabulary:
+        for candidate in self._pool(kind, value):
             rel, via = self.explain(kind, value, candidate)
             if rel in RELATED:
                 depth = self.wordnet.synset(via).min_depth() if "." in via else 0
@@ -642,6 +647,42 @@ class FoilFinder:
         if not foils:
             return Rejection(NO_RELATED, f"{kind} {value!r}")
         return sorted(foils, key=lambda f: (f.tier, -f.depth, f.value))
+
+    def _pool(self, kind: str, value: str) -> list[str]:
+        """The vocabulary words that may be related to ``value`` (a superset, found through
+        indexes so that large vocabularies are not compared word by word); ``explain``
+        decides."""
+        vocabulary = self.vocabulary[kind]
+        if kind == "relation":
+            return [v for v in vocabulary if v != value]
+        words = set(vocabulary)
+        pool: set[str] = set()
+        index = self._sense_index(kind, "n")
+        for synset in self.active_senses(value, "n", kind):
+            for ancestor in self._near_of(synset):
+                pool |= index.get(ancestor, frozenset())
+        direct, indirect = self._antonyms(value, "n")
+        pool |= (direct | indirect) & words
+        if kind == "attribute":
+            direct, indirect = self._antonyms(value, "a")
+            pool |= (direct | indirect) & words
+            scales = self._scale_index()
+            for synset in self.active_senses(value, "a", kind):
+                for scale in synset.attributes():
+                    pool |= scales.get(scale, frozenset())
+        pool.discard(value)
+        return sorted(pool)
+
+    def _scale_index(self) -> dict[Any, frozenset[str]]:
+        """Attribute noun -> vocabulary attributes with an active adjective sense on it."""
+        if ("attribute", "scale") not in self._index:
+            index: dict[Any, set[str]] = {}
+            for word in self.vocabulary["attribute"]:
+                for synset in self.active_senses(word, "a", "attribute"):
+                    for scale in synset.attributes():
+                        index.setdefault(scale, set()).add(word)
+            self._index[("attribute", "scale")] = {k: frozenset(v) for k, v in index.items()}
+        return self._index[("attribute", "scale")]
 
     def foils(
         self, kind: str, value: str, forbidden: Iterable[str] = frozenset()
