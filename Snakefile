@@ -47,4 +47,9 @@ rule all:
         "results/figures/world_pairs.pdf",
         "results/metrics/crepe_productivity.csv",
         "results/figures/crepe_complexity.png",
+        "results/metrics/crepe_systematicity.csv",
+        "results/figures/crepe_splits.png",
+        expand(
+            "results/export/crepe/world_vg/{corpus}/summary.json", corpus=WORLD_CORPORA
+        ),
         "results/stats/world_pairs_mcnemar.parquet" if len(EVAL_MODELS) > 1 else [],

@@ -130,6 +130,12 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
     except ValueError as error:
         problems.append(f"config key 'ingest.rules': {error}")
     from vlcomp.negatives.productivity import ProductivitySettings
+    from vlcomp.negatives.systematicity import resolve_settings
+
+    try:
+        resolve_settings(config["negatives"]["systematicity"])
+    except ValueError as error:
+        problems.append(f"config key 'negatives.systematicity': {error}")
 
     try:
         ProductivitySettings.from_mapping(config["negatives"]["productivity"])

@@ -658,3 +658,20 @@ def test_world_end_to_end(world: Path, tmp_path: Path) -> None:
             if part.height:
                 assert set(part.group_by("item_id").len()["len"]) == {size}
     assert total > 0
+
+
+def test_relation_foils_keep_the_caption_phrasing(wn: Any) -> None:
+    vocab = {"object": ["cat", "dog"], "relation": ["left of", "right of"]}
+    row = item(
+        "lr",
+        "a cat on the left side of a dog",
+        [("cat", "cat"), ("dog", "dog")],
+        [],
+        [(0, "left of", 1)],
+    )
+    result = build_systematicity_negatives(
+        items_frame([row]), FoilFinder(vocab, wn), LengthScorer(), {"allow_fewer": True}, seed=0
+    )
+    assert "a cat on the right side of a dog" in negatives(result, "lr/atom")
+    provenance = [json.loads(p) for p in result.candidates["provenance"]]
+    assert {"right of"} <= {p.get("foil") for p in provenance}

@@ -38,9 +38,8 @@ rule benchmark_counting:
         rows=2_000_000,
     message:
         "Atom/compound/binding counting throughput and peak memory"
-    shell:
-        "python -m vlcomp.systematicity.bench {input}/truth.parquet $(mktemp -d) "
-        "--rows {params.rows} --shards 4 > {output} 2> {log}"
+    script:
+        "../scripts/benchmark_counting.py"
 
 
 rule benchmark_scorers:
@@ -57,7 +56,5 @@ rule benchmark_scorers:
         column=config["audit"]["text_column"],
     message:
         "Text-only scorer throughput (n-gram, tiny GPT-2, MiniLM familiarity)"
-    shell:
-        "python -m vlcomp.scorers.bench --train {input.train} --train-column {params.column} "
-        "--eval {input.sugarcrepe}/unrefined/*.json --n 5000 --threads 1 --out {output} "
-        "> {log} 2>&1"
+    script:
+        "../scripts/benchmark_scorers.py"

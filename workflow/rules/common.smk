@@ -53,6 +53,7 @@ wildcard_constraints:
     model="|".join(map(re.escape, config["models"])),
     corpus="|".join(map(re.escape, [*config["world"]["corpora"], *config["corpora"]])),
     shard=r"\d+-of-\d+",
+    evalset="world_vg",
     textset="|".join(
         map(
             re.escape,

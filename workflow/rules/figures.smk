@@ -58,3 +58,23 @@ rule figure_productivity:
         "Plotting R@1 against complexity per negative type (CREPE Fig. 5)"
     script:
         "../scripts/figure_complexity.py"
+
+
+rule figure_systematicity:
+    input:
+        "results/metrics/crepe_systematicity.parquet",
+    output:
+        png=report(
+            "results/figures/crepe_splits.png",
+            category="Figures",
+            labels={"figure": "SC vs UC vs UA per negative type"},
+        ),
+        pdf="results/figures/crepe_splits.pdf",
+    log:
+        "logs/figures/crepe_splits.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Plotting R@1 per CREPE split and negative type (CREPE Fig. 4)"
+    script:
+        "../scripts/figure_splits.py"

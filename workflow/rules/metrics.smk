@@ -159,3 +159,32 @@ rule significance_world_pairs:
         "McNemar tests (mid-p, Benjamini-Hochberg) and rank flips between models"
     script:
         "../scripts/significance.py"
+
+
+rule evaluate_systematicity:
+    input:
+        weights=model_weights,
+        candidates=lambda wc: f"results/negatives/crepe_systematicity/world_vg/{corpus_of_model(wc)}/candidates.parquet",
+        boxes=lambda wc: f"results/negatives/crepe_systematicity/world_vg/{corpus_of_model(wc)}/regions.parquet",
+        splits=lambda wc: f"results/splits/world_vg/{corpus_of_model(wc)}.parquet",
+        images="results/world/eval/images",
+    output:
+        predictions="results/metrics/{model}/crepe_systematicity_predictions.parquet",
+        metrics="results/metrics/{model}/crepe_systematicity.parquet",
+    log:
+        "logs/metrics/{model}_crepe_systematicity.log",
+    benchmark:
+        "benchmarks/metrics/{model}_crepe_systematicity.tsv"
+    conda:
+        "../../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        settings=set_eval_settings(),
+        split_column="crepe_split",
+        cache="results/cache/embeddings",
+    message:
+        "Recall@K of {wildcards.model} on HN-ATOM/HN-COMP sets per CREPE split (SC/UC/UA)"
+    script:
+        "../scripts/evaluate_sets.py"

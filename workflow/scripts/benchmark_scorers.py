@@ -1,0 +1,19 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+from pathlib import Path
+
+from vlcomp.joblog import job_log
+from vlcomp.scorers.bench import main
+
+with job_log(snakemake.log[0]):
+    sugarcrepe = sorted(Path(snakemake.input.sugarcrepe, "unrefined").glob("*.json"))
+    main(
+        [
+            "--train", snakemake.input.train,
+            "--train-column", snakemake.params.column,
+            "--eval", *map(str, sugarcrepe),
+            "--n", "5000", "--threads", "1", "--out", snakemake.output[0],
+        ]
+    )  # fmt: skip

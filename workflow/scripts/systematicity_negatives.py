@@ -1,0 +1,24 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+import os
+from pathlib import Path
+
+from vlcomp.joblog import job_log
+from vlcomp.negatives.systematicity import systematicity_negatives
+
+with job_log(snakemake.log[0]) as log:
+    os.environ["NLTK_DATA"] = str(Path(snakemake.input.wordnet).parents[2])
+    systematicity_negatives(
+        Path(snakemake.input.eval_items),
+        Path(snakemake.input.atoms),
+        Path(snakemake.input.ngram),
+        Path(snakemake.output.candidates),
+        Path(snakemake.output.failures),
+        snakemake.params.settings,
+        snakemake.params.seed,
+        out_regions=Path(snakemake.output.regions),
+        assignments=Path(snakemake.input.splits),
+    )
+    log(f"wrote {snakemake.output.candidates}")
