@@ -88,7 +88,7 @@ def _encode_batches(
     return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 
 
-def _cached_embed(
+def cached_embed(
     keys: list[str],
     items: Sequence[object],
     encode: Callable[[Sequence[object]], torch.Tensor],
@@ -122,7 +122,7 @@ def embed_texts(
     def encode(batch: Sequence[object]) -> torch.Tensor:
         return loaded.model.encode_text(loaded.tokenizer(list(batch)).to(device))
 
-    return _cached_embed([text_key(t) for t in texts], texts, encode, cache, batch_size, progress)
+    return cached_embed([text_key(t) for t in texts], texts, encode, cache, batch_size, progress)
 
 
 def embed_images(
@@ -142,4 +142,4 @@ def embed_images(
         return loaded.model.encode_image(torch.stack(tensors).to(device))
 
     keys = [image_key(p) for p in paths]
-    return _cached_embed(keys, list(paths), encode, cache, batch_size, progress)
+    return cached_embed(keys, list(paths), encode, cache, batch_size, progress)

@@ -16,7 +16,7 @@ SPLIT_ORDER = ["held_in", "held_out", "all"]
 SPLIT_COLOURS = {"held_in": "#1b9e77", "held_out": "#d95f02", "all": "#7570b3"}
 
 
-def _save(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
+def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
     # Fixed metadata so that the same table gives the same bytes.
     write_with(
         png, lambda tmp: fig.savefig(tmp, format="png", dpi=150, metadata={"Software": None})
@@ -83,7 +83,7 @@ def plot_world_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) 
     )
     fig.suptitle("Image-text retrieval on the synthetic world", fontsize=11)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)
 
 
 def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
@@ -120,4 +120,4 @@ def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) ->
                        loc="upper right", ncols=len(splits))  # fmt: skip
     fig.suptitle("Caption vs one-change hard negative on the synthetic world", fontsize=11)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)

@@ -8,7 +8,7 @@
 - ``plot_split_accuracy``: BindSplit Fig. 4 style, accuracy per model with one bar per split
   (seen / mixed / unseen), one panel per benchmark.
 
-Each writes PNG and PDF deterministically (``vlcomp.figures._save``).
+Each writes PNG and PDF deterministically (``vlcomp.figures.save_figure``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from vlcomp.figures import _save  # noqa: E402
+from vlcomp.figures import save_figure  # noqa: E402
 
 CHANCE = "chance"
 ALL = "all"
@@ -117,7 +117,7 @@ def plot_splits_by_type(
                        title_fontsize=7, loc="upper right")  # fmt: skip
     fig.suptitle(f"{metric} per negative type and split (95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)
 
 
 def plot_complexity(
@@ -167,7 +167,7 @@ def plot_complexity(
     axes[0][-1].legend(fontsize=7, title="negative type (dashed: chance)", title_fontsize=7)
     fig.suptitle(f"{metric} against complexity, split {split} (95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)
 
 
 def plot_split_accuracy(
@@ -219,4 +219,4 @@ def plot_split_accuracy(
     axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
     fig.suptitle(f"{metric} per model and split (95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)

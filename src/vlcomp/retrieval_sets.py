@@ -40,7 +40,7 @@ import polars as pl
 import torch
 from PIL import Image
 
-from vlcomp.embed import EmbeddingCache, _cached_embed, embed_texts, image_key, text_key
+from vlcomp.embed import EmbeddingCache, cached_embed, embed_texts, image_key, text_key
 from vlcomp.io import read_parquet_metadata, write_parquet
 from vlcomp.metrics import METRIC_SCHEMA, TIE_POLICY, chance_image_to_text, pessimistic_rank
 from vlcomp.models import LoadedModel
@@ -144,7 +144,7 @@ def embed_image_refs(
         return loaded.model.encode_image(torch.stack(tensors).to(device))
 
     keys = [crop_key(shas[ref.path], ref.box) for ref in refs]
-    return _cached_embed(keys, list(refs), encode, cache, batch_size, progress)
+    return cached_embed(keys, list(refs), encode, cache, batch_size, progress)
 
 
 def resolve_image(images_dir: str | Path, name: str) -> str:
@@ -615,11 +615,11 @@ def evaluate_candidate_sets(
     (e.g. the assignments' crepe_split / split_strict, filtered to one training corpus).
     ``settings``: device, threads, batch_size (as ``evaluate`` in the config) and the
     optional ``SetEvalSettings.from_config`` keys."""
-    from vlcomp.tasks import _model_metadata, _open_model, _progress
+    from vlcomp.tasks import model_metadata, open_model, progress_bar
 
     set_settings = SetEvalSettings.from_config(settings)
     box_table = pl.read_parquet(boxes) if boxes else None
-    loaded, image_cache, text_cache = _open_model(
+    loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, str(cache_dir), log
     )
     scored = score_candidates(
@@ -631,14 +631,14 @@ def evaluate_candidate_sets(
         batch_size=int(settings["batch_size"]),
         image_cache=image_cache,
         text_cache=text_cache,
-        progress=_progress,
+        progress=progress_bar,
         log=log,
     )
     split_table = pl.read_parquet(splits) if splits else None
     predictions = attach_splits(rank_sets(scored), split_table, split_column, split_keys(box_table))
     metrics = set_metric_table(predictions, set_settings)
     meta = {
-        **_model_metadata(model_key, loaded),
+        **model_metadata(model_key, loaded),
         **set_settings.metadata(),
         "split_column": split_column,
     }

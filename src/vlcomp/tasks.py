@@ -61,7 +61,7 @@ def train_world_model(
     )
 
 
-def _progress(label: str) -> Callable[[int, int], None]:
+def progress_bar(label: str) -> Callable[[int, int], None]:
     bar: dict[str, tqdm] = {}
 
     def update(done: int, total: int) -> None:
@@ -75,7 +75,7 @@ def _progress(label: str) -> Callable[[int, int], None]:
     return update
 
 
-def _open_model(
+def open_model(
     model_key: str,
     model_entry: dict[str, Any],
     checkpoint: str | None,
@@ -91,7 +91,7 @@ def _open_model(
     return loaded, EmbeddingCache(cache_root, "image"), EmbeddingCache(cache_root, "text")
 
 
-def _model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
+def model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
     return provenance(model=model_key, fingerprint=loaded.fingerprint, source=loaded.spec.source)
 
 
@@ -108,23 +108,27 @@ def embed_eval_set(
     log: Log = print,
 ) -> None:
     """Embed every evaluation image and caption; reuse cached embeddings by content hash."""
-    loaded, image_cache, text_cache = _open_model(
+    loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
     captions = pl.read_parquet(truth, columns=["caption_id", "image_id", "text"]).sort("caption_id")
     image_ids = sorted(set(captions["image_id"].to_list()))
     paths = [str(Path(images_dir) / f"{image_id}.png") for image_id in image_ids]
     image_vectors, new_images = embed_images(
-        loaded, paths, settings["batch_size"], image_cache, _progress("images")
+        loaded, paths, settings["batch_size"], image_cache, progress_bar("images")
     )
     text_vectors, new_texts = embed_texts(
-        loaded, captions["text"].to_list(), settings["batch_size"], text_cache, _progress("texts")
+        loaded,
+        captions["text"].to_list(),
+        settings["batch_size"],
+        text_cache,
+        progress_bar("texts"),
     )
     log(
         f"embedded {new_images}/{len(paths)} images and {new_texts}/{captions.height} texts "
         "(the rest came from the cache)"
     )
-    meta = _model_metadata(model_key, loaded)
+    meta = model_metadata(model_key, loaded)
     dim = image_vectors.shape[1]
     write_parquet(
         pl.DataFrame(
@@ -215,7 +219,7 @@ def evaluate_pairs(
     log: Log = print,
 ) -> None:
     """Image-conditioned choice between each item's positive and its negative(s)."""
-    loaded, image_cache, text_cache = _open_model(
+    loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
     table = pl.read_parquet(candidates)
@@ -225,10 +229,10 @@ def evaluate_pairs(
         [str(Path(images_dir) / f"{name}.png") for name in image_names],
         settings["batch_size"],
         image_cache,
-        _progress("images"),
+        progress_bar("images"),
     )
     text_vectors, new_texts = embed_texts(
-        loaded, table["text"].to_list(), settings["batch_size"], text_cache, _progress("texts")
+        loaded, table["text"].to_list(), settings["batch_size"], text_cache, progress_bar("texts")
     )
     log(
         f"embedded {new_images}/{len(image_names)} images and {new_texts}/{table.height} texts "
@@ -246,7 +250,7 @@ def evaluate_pairs(
     )
     split = holdout_split(holdout, None, training_corpus, image_ids=table["image"].cast(pl.Int64))
     predictions = item_predictions(model_key, scored, split)
-    meta = _model_metadata(model_key, loaded)
+    meta = model_metadata(model_key, loaded)
     write_parquet(predictions, predictions_out, metadata=meta)
     benchmark = table["benchmark"][0] if table.height else "empty"
     metrics = pair_accuracy_table(model_key, benchmark, predictions)

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 from matplotlib.colors import LogNorm
 
-from vlcomp.figures import _save
+from vlcomp.figures import save_figure
 from vlcomp.refine.candidates import GROUP_COLUMNS
 
 
@@ -68,7 +68,7 @@ def plot_refinement_gaps(
     for ax in axes[:, 0]:
         ax.set_ylabel(f"normalised gap, {scorer_names[1]}", fontsize=7)
     fig.tight_layout()
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)
 
 
 def plot_prior_heatmap(
@@ -96,4 +96,4 @@ def plot_prior_heatmap(
         ax.tick_params(labelsize=6)
     if image is not None:
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="accuracy")
-    _save(fig, png, pdf)
+    save_figure(fig, png, pdf)
