@@ -49,6 +49,9 @@ rule all:
         "results/figures/crepe_complexity.png",
         "results/metrics/crepe_systematicity.csv",
         "results/figures/crepe_splits.png",
+        "results/figures/bindsplit_splits.png",
+        "results/metrics/summary.md",
+        "results/export/crepe/productivity/files.json",
         expand(
             "results/export/crepe/world_vg/{corpus}/summary.json", corpus=WORLD_CORPORA
         ),

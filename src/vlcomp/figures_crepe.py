@@ -24,6 +24,7 @@ import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from vlcomp.figures import save_figure  # noqa: E402
+from vlcomp.io import write_with  # noqa: E402
 
 CHANCE = "chance"
 ALL = "all"
@@ -220,3 +221,32 @@ def plot_split_accuracy(
     fig.suptitle(f"{metric} per model and split (95% bootstrap CI)", fontsize=10)
     fig.tight_layout()
     save_figure(fig, png, pdf)
+
+
+def metrics_markdown(tables: Sequence[str | Path], out: str | Path, metric: str = "R@1") -> None:
+    """A Markdown summary: ``metric`` (with 95% CI) per model, benchmark, split and negative
+    type, complexities pooled; chance in its own column."""
+    frame = pl.concat([pl.read_parquet(t) for t in tables], how="diagonal_relaxed")
+    if "complexity" in frame.columns:
+        frame = frame.filter(pl.col("complexity").is_null())
+    frame = frame.filter(pl.col("metric").is_in([metric, "accuracy"]))
+    lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
+    for benchmark in sorted(set(frame["benchmark"])):
+        part = frame.filter(pl.col("benchmark") == benchmark)
+        lines += [f"## {benchmark}", "", "| model | split | type | value | 95% CI | n | chance |"]
+        lines.append("|---|---|---|---:|---|---:|---:|")
+        chance = {
+            (r["split"], r["family"]): r["value"]
+            for r in part.filter(pl.col("model") == "chance").iter_rows(named=True)
+        }
+        rows = part.filter(pl.col("model") != "chance").sort("model", "family", "split")
+        for r in rows.iter_rows(named=True):
+            ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ci_low") is not None else ""
+            base = chance.get((r["split"], r["family"]))
+            base_text = f"{base:.3f}" if base is not None else ""
+            lines.append(
+                f"| {r['model']} | {r['split']} | {r['family']} | {r['value']:.3f} | {ci} "
+                f"| {r['n']} | {base_text} |"
+            )
+        lines.append("")
+    write_with(out, lambda tmp: tmp.write_text("\n".join(lines)))

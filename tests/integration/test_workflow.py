@@ -232,3 +232,12 @@ def test_productivity_and_statistics(run_dir):
     tests = pl.read_parquet(results / "stats/world_pairs_mcnemar.parquet")
     assert tests.height > 0
     assert (results / "figures/crepe_complexity.png").stat().st_size > 0
+    assert (results / "figures/bindsplit_splits.png").stat().st_size > 0
+    exported = json.loads((results / "export/crepe/productivity/files.json").read_text())
+    assert exported and all(
+        (results / "export/crepe/productivity" / f).exists() for f in exported.values()
+    )
+    summary = (results / "metrics/summary.md").read_text()
+    assert "crepe_systematicity" in summary and "crepe_productivity" in summary
+    systematicity = pl.read_parquet(results / "metrics/crepe_systematicity.parquet")
+    assert {"SC", "UC", "UA"} & set(systematicity["split"])

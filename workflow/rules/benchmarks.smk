@@ -7,6 +7,7 @@ rule benchmarks:
         "results/benchmarks/parser.json",
         "results/benchmarks/counting.json",
         "results/benchmarks/scorers.json",
+        "results/benchmarks/evaluation.json",
 
 
 rule benchmark_parser:
@@ -58,3 +59,16 @@ rule benchmark_scorers:
         "Text-only scorer throughput (n-gram, tiny GPT-2, MiniLM familiarity)"
     script:
         "../scripts/benchmark_scorers.py"
+
+
+rule benchmark_evaluation:
+    output:
+        "results/benchmarks/evaluation.json",
+    log:
+        "logs/benchmarks/evaluation.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Candidate texts embedded per second: batched + cached vs a batch-size-1 loop"
+    script:
+        "../scripts/benchmark_evaluation.py"

@@ -78,3 +78,23 @@ rule figure_systematicity:
         "Plotting R@1 per CREPE split and negative type (CREPE Fig. 4)"
     script:
         "../scripts/figure_splits.py"
+
+
+rule figure_bindsplit:
+    input:
+        "results/metrics/crepe_systematicity_bindsplit.parquet",
+    output:
+        png=report(
+            "results/figures/bindsplit_splits.png",
+            category="Figures",
+            labels={"figure": "seen / mixed / unseen per model"},
+        ),
+        pdf="results/figures/bindsplit_splits.pdf",
+    log:
+        "logs/figures/bindsplit_splits.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Plotting accuracy per BindSplit split and model (BindSplit Fig. 4)"
+    script:
+        "../scripts/figure_bindsplit.py"

@@ -127,7 +127,7 @@ rule collect_set_metrics:
     log:
         "logs/metrics/collect_{benchmark}.log",
     wildcard_constraints:
-        benchmark="crepe_productivity|crepe_systematicity",
+        benchmark="crepe_productivity|crepe_systematicity|crepe_systematicity_bindsplit",
     conda:
         "../../envs/vlcomp.yaml"
     message:
@@ -188,3 +188,52 @@ rule evaluate_systematicity:
         "Recall@K of {wildcards.model} on HN-ATOM/HN-COMP sets per CREPE split (SC/UC/UA)"
     script:
         "../scripts/evaluate_sets.py"
+
+
+rule evaluate_systematicity_bindsplit:
+    input:
+        weights=model_weights,
+        candidates=lambda wc: f"results/negatives/crepe_systematicity/world_vg/{corpus_of_model(wc)}/candidates.parquet",
+        boxes=lambda wc: f"results/negatives/crepe_systematicity/world_vg/{corpus_of_model(wc)}/regions.parquet",
+        splits=lambda wc: f"results/splits/world_vg/{corpus_of_model(wc)}.parquet",
+        images="results/world/eval/images",
+    output:
+        predictions="results/metrics/{model}/crepe_systematicity_bindsplit_predictions.parquet",
+        metrics="results/metrics/{model}/crepe_systematicity_bindsplit.parquet",
+    log:
+        "logs/metrics/{model}_crepe_systematicity_bindsplit.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        settings=set_eval_settings(),
+        split_column="split_loose",
+        cache="results/cache/embeddings",
+    message:
+        "Recall@K of {wildcards.model} per BindSplit split (seen/mixed/unseen, LOOSE)"
+    script:
+        "../scripts/evaluate_sets.py"
+
+
+rule metrics_summary:
+    input:
+        "results/metrics/crepe_systematicity.parquet",
+        "results/metrics/crepe_systematicity_bindsplit.parquet",
+        "results/metrics/crepe_productivity.parquet",
+        "results/metrics/world_pairs.parquet",
+    output:
+        report(
+            "results/metrics/summary.md",
+            category="Metrics",
+            labels={"table": "summary"},
+        ),
+    log:
+        "logs/metrics/summary.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Markdown summary of every benchmark's metrics"
+    script:
+        "../scripts/metrics_summary.py"

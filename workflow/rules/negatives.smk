@@ -101,3 +101,19 @@ rule export_crepe:
         "Exporting the systematicity benchmark in CREPE's CSV layout"
     script:
         "../scripts/export_crepe.py"
+
+
+rule export_productivity:
+    input:
+        candidates="results/negatives/crepe_productivity/candidates.parquet",
+        boxes="results/negatives/crepe_productivity/items.parquet",
+    output:
+        "results/export/crepe/productivity/files.json",
+    log:
+        "logs/negatives/export_productivity.log",
+    conda:
+        "../../envs/vlcomp.yaml"
+    message:
+        "Exporting the productivity benchmark in CREPE's CSV layout"
+    script:
+        "../scripts/export_productivity.py"

@@ -34,7 +34,7 @@ import polars as pl
 
 from vlcomp.importers.common import region_image
 from vlcomp.importers.crepe import read_crepe_csv
-from vlcomp.io import atomic_path, write_json
+from vlcomp.io import atomic_path, write_json, write_with
 from vlcomp.negatives.systematicity import ATOM, COMP
 from vlcomp.systematicity.splits import CREPE_SPLITS
 
@@ -265,3 +265,48 @@ def export_crepe_csv(
         write_json(summary, summary_out)
     log.info("CREPE CSVs for %s in %s: %s", corpus, out_dir, summary)
     return paths
+
+
+PRODUCTIVITY_FILE_TYPES = {"atom": "atom", "neg": "negate", "swap": "swap"}
+
+
+def export_productivity_csv(
+    candidates: Path, items: Path, out_dir: Path, *, verify: bool = True
+) -> dict[str, Path]:
+    """CREPE's productivity layout: ``prod_vg_hard_negs_<atom|negate|swap>_complexity_<n>.csv``
+    with ``image_id, x, y, width, height, caption, hard_negs`` (a Python list literal), one
+    file per negative type and complexity; each file is read back with ``read_crepe_csv``."""
+    table = pl.read_parquet(candidates)
+    boxes = pl.read_parquet(items)
+    positives = table.filter(pl.col("is_positive")).select("item_id", "family", caption="text")
+    negatives = (
+        table.filter(~pl.col("is_positive"))
+        .group_by("item_id", maintain_order=True)
+        .agg(hard_negs=pl.col("text"))
+    )
+    rows = (
+        positives.join(negatives, on="item_id", how="inner")
+        .join(boxes, on="item_id", how="inner")
+        .sort("family", "complexity", "item_id")
+    )
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: dict[str, Path] = {}
+    for (family, complexity), part in rows.group_by(["family", "complexity"], maintain_order=True):
+        name = f"prod_vg_hard_negs_{PRODUCTIVITY_FILE_TYPES[family]}_complexity_{complexity}"
+        path = out_dir / f"{name}.csv"
+
+        def write(tmp: Path, part: pl.DataFrame = part) -> None:
+            with open(tmp, "w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(["image_id", "x", "y", "width", "height", "caption", "hard_negs"])
+                for row in part.iter_rows(named=True):
+                    box = [row["x"], row["y"], row["width"], row["height"]]
+                    writer.writerow([row["image_id"], *box, row["caption"], repr(row["hard_negs"])])
+
+        write_with(path, write)
+        if verify:
+            back = read_crepe_csv(path).candidates
+            if back.filter(pl.col("is_positive")).height != part.height:
+                raise ValueError(f"{path}: CREPE CSV did not round-trip")
+        written[name] = path
+    return written
