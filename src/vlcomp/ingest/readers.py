@@ -168,18 +168,25 @@ def parse_box(region: Mapping[str, Any], keys: tuple[str, ...]) -> tuple[int, ..
 # ------------------------------------------------------------------------ line formats
 
 
+def _decoded_lines(path: Path, max_line_bytes: int) -> Iterator[tuple[int, str, str | Rejected]]:
+    """(line number, location, text) per line; the text is a ``Rejected`` for a line that is
+    too long or not valid UTF-8."""
+    for n, line, complete in iter_lines(path, max_line_bytes):
+        loc = f"line {n}"
+        if not complete:
+            yield n, loc, Rejected(loc, "too_long", _raw(line))
+            continue
+        text = _decode(line)
+        yield n, loc, Rejected(loc, "bad_encoding", _raw(line)) if text is None else text
+
+
 def read_cc12m_tsv(
     path: Path, corpus: str, key: str, opts: Mapping[str, Any], shared: Shared | None = None
 ) -> Iterator[Item]:
     """CC12M: no header, ``<url>\\t<caption>`` per line; image_id is the URL."""
-    for n, line, complete in iter_lines(path, opts["max_line_bytes"]):
-        loc = f"line {n}"
-        if not complete:
-            yield Rejected(loc, "too_long", _raw(line))
-            continue
-        text = _decode(line)
-        if text is None:
-            yield Rejected(loc, "bad_encoding", _raw(line))
+    for n, loc, text in _decoded_lines(path, opts["max_line_bytes"]):
+        if isinstance(text, Rejected):
+            yield text
             continue
         fields = text.split("\t")
         if len(fields) != 2:
@@ -200,16 +207,12 @@ def read_text_lines(
     path: Path, corpus: str, key: str, opts: Mapping[str, Any], shared: Shared | None = None
 ) -> Iterator[Item]:
     """A user corpus: one caption per line, no image."""
-    for n, line, complete in iter_lines(path, opts["max_line_bytes"]):
-        loc = f"line {n}"
-        if not complete:
-            yield Rejected(loc, "too_long", _raw(line))
-            continue
-        text = _decode(line)
-        if text is None:
-            yield Rejected(loc, "bad_encoding", _raw(line))
-            continue
-        yield Candidate(f"{corpus}/{key}/{n}", None, text, loc)
+    for n, loc, text in _decoded_lines(path, opts["max_line_bytes"]):
+        yield (
+            text
+            if isinstance(text, Rejected)
+            else Candidate(f"{corpus}/{key}/{n}", None, text, loc)
+        )
 
 
 def read_text_jsonl(
