@@ -4,9 +4,9 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.embed import EmbeddingCache, embed_images, embed_texts
+from vlcomp.evaluate.embed import EmbeddingCache, embed_images, embed_texts
 from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
-from vlcomp.models import ModelSpec, load_model
+from vlcomp.evaluate.models import ModelSpec, load_model
 
 
 @pytest.fixture(scope="module")

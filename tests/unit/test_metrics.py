@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from vlcomp.metrics import (
+from vlcomp.evaluate.metrics import (
     chance_image_to_text,
     chance_text_to_image,
     pessimistic_rank,

@@ -3,7 +3,7 @@ import time
 import pytest
 import torch
 
-from vlcomp.models import ModelSpec, ModelUnavailableError, check_available, load_model
+from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, check_available, load_model
 
 
 def test_pretrained_weights_missing_offline_fail_fast_with_advice():

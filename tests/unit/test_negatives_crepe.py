@@ -46,8 +46,8 @@ from vlcomp.negatives.wordnet_foils import (
     rank,
 )
 from vlcomp.scorers.ngram import NgramLM
-from vlcomp.systematicity.counts import count_shard
-from vlcomp.systematicity.splits import assign_splits
+from vlcomp.counts.counts import count_shard
+from vlcomp.splits.assign import assign_splits
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set
 
 VOCABULARY = {

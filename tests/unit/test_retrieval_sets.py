@@ -4,9 +4,9 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.embed import EmbeddingCache, image_key
-from vlcomp.models import ModelSpec, load_model
-from vlcomp.retrieval_sets import (
+from vlcomp.evaluate.embed import EmbeddingCache, image_key
+from vlcomp.evaluate.models import ModelSpec, load_model
+from vlcomp.evaluate.retrieval_sets import (
     SET_METRIC_SCHEMA,
     ImageRef,
     SetEvalSettings,
@@ -182,7 +182,7 @@ def test_crop_embeddings_are_cached_per_box(world_model, tmp_path):
 
 
 def test_figures_are_written_deterministically(tmp_path):
-    from vlcomp.figures_crepe import plot_complexity, plot_split_accuracy, plot_splits_by_type
+    from vlcomp.report.figures_crepe import plot_complexity, plot_split_accuracy, plot_splits_by_type
 
     rng = np.random.default_rng(1)
     kinds = [("comp", "att"), ("atom", "obj")]

@@ -5,7 +5,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from vlcomp.stats import (
+from vlcomp.evaluate.stats import (
     benjamini_hochberg,
     mcnemar_midp,
     mcnemar_table,

@@ -13,7 +13,15 @@ import pytest
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, GRAPHS_SCHEMA
 from vlcomp.io import read_parquet_metadata
-from vlcomp.systematicity import (
+from vlcomp.counts import (
+    count_shard,
+    merge_counts,
+    normalize_text,
+    read_counts,
+    read_totals,
+    singularize,
+)
+from vlcomp.splits import (
     ASSIGNMENTS_SCHEMA,
     BUCKETS,
     SUMMARY_SCHEMA,
@@ -22,20 +30,13 @@ from vlcomp.systematicity import (
     binding_label,
     bindsplit_sample,
     bucket_of,
-    check_world_splits,
     collapse,
-    count_shard,
     crepe_split,
     graph_bindings,
-    items_from_truth,
-    merge_counts,
     normalize_binding,
-    normalize_text,
-    read_counts,
-    read_totals,
-    singularize,
 )
-from vlcomp.systematicity.bench import benchmark_counting
+from vlcomp.world.groundtruth import check_world_splits, items_from_truth
+from vlcomp.counts.bench import benchmark_counting
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set, write_manifest
 
 Obj = tuple[int, str | None, str | None]

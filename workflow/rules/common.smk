@@ -17,7 +17,7 @@ except ConfigError as error:
 
 
 def check_models_available():
-    from vlcomp.models import ModelSpec, ModelUnavailableError, check_available
+    from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, check_available
 
     for name in config["evaluate"]["models"]:
         entry = config["models"][name]

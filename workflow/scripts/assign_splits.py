@@ -5,7 +5,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 from pathlib import Path
 
 from vlcomp.joblog import job_log
-from vlcomp.systematicity.splits import assign_splits
+from vlcomp.splits.assign import assign_splits
 
 with job_log(snakemake.log[0]) as log:
     assign_splits(

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
-from vlcomp.systematicity.bench import benchmark_counting
+from vlcomp.counts.bench import benchmark_counting
 
 with job_log(snakemake.log[0]) as log, tempfile.TemporaryDirectory() as work:
     result = benchmark_counting(

@@ -2,7 +2,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.eval_bench import run_benchmark
+from vlcomp.evaluate.bench import run_benchmark
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
 

@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.retrieval_sets import evaluate_candidate_sets
+from vlcomp.evaluate.retrieval_sets import evaluate_candidate_sets
 
 with job_log(snakemake.log[0]) as log:
     evaluate_candidate_sets(

@@ -2,7 +2,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.figures_crepe import plot_complexity
+from vlcomp.report.figures_crepe import plot_complexity
 from vlcomp.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:

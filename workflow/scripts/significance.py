@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.stats import pairwise_significance
+from vlcomp.evaluate.stats import pairwise_significance
 
 with job_log(snakemake.log[0]) as log:
     pairwise_significance(

@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.tasks import train_world_model
+from vlcomp.evaluate.jobs import train_world_model
 
 with job_log(snakemake.log[0]) as log:
     train_world_model(

@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.tasks import evaluate_pairs
+from vlcomp.evaluate.jobs import evaluate_pairs
 
 with job_log(snakemake.log[0]) as log:
     evaluate_pairs(

@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.tasks import world_retrieval
+from vlcomp.evaluate.jobs import world_retrieval
 
 with job_log(snakemake.log[0]) as log:
     world_retrieval(

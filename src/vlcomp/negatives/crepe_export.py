@@ -16,7 +16,7 @@ that family). Regions without a box (CREPE crops every region) and items without
 split are left out and counted.
 
 Inputs: the candidates and region side table of ``systematicity.systematicity_negatives``
-and the assignments of ``vlcomp.systematicity.splits.assign_splits`` for the training
+and the assignments of ``vlcomp.splits.assign.assign_splits`` for the training
 corpus (``item_id``, ``corpus``, ``crepe_split``). Every written file is read back with
 ``read_crepe_csv`` and compared with what was meant to be written.
 """
@@ -36,7 +36,7 @@ from vlcomp.importers.common import region_image
 from vlcomp.importers.crepe import read_crepe_csv
 from vlcomp.io import atomic_path, write_json, write_with
 from vlcomp.negatives.systematicity import ATOM, COMP
-from vlcomp.systematicity.splits import CREPE_SPLITS
+from vlcomp.splits.assign import CREPE_SPLITS
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,7 @@
 
 Each evaluation item (``EVAL_ITEMS_SCHEMA``: a region's text and its scene graph) gets a
 *target compound*, an ``attr_obj`` (attribute, object) or ``obj_rel_obj`` (subject,
-predicate, object) compound of its graph (``vlcomp.systematicity.units`` definitions), and
+predicate, object) compound of its graph (``vlcomp.counts.units`` definitions), and
 up to two retrieval sets, each one candidate item of ``CANDIDATES_SCHEMA``:
 
 - **HN-ATOM** (family ``atom``, item ``<item_id>/atom``): the caption with one atom of the
@@ -79,7 +79,7 @@ from vlcomp.negatives.wordnet_foils import (
     score_captions,
 )
 from vlcomp.scorers.base import TextScorer
-from vlcomp.systematicity.normalize import IRREGULAR, KEEP_AS_IS, normalize_text, singularize
+from vlcomp.counts.normalize import IRREGULAR, KEEP_AS_IS, normalize_text, singularize
 
 log = logging.getLogger(__name__)
 

@@ -84,7 +84,7 @@ import numpy as np
 import polars as pl
 
 from vlcomp.scorers.base import TextScorer
-from vlcomp.systematicity.normalize import normalize_text
+from vlcomp.counts.normalize import normalize_text
 
 KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 

@@ -9,7 +9,7 @@ import numpy as np
 import polars as pl
 from matplotlib.colors import LogNorm
 
-from vlcomp.figures import save_figure
+from vlcomp.report.figures import save_figure
 from vlcomp.refine.candidates import GROUP_COLUMNS
 
 

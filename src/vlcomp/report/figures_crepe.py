@@ -8,7 +8,7 @@
 - ``plot_split_accuracy``: BindSplit Fig. 4 style, accuracy per model with one bar per split
   (seen / mixed / unseen), one panel per benchmark.
 
-Each writes PNG and PDF deterministically (``vlcomp.figures.save_figure``).
+Each writes PNG and PDF deterministically (``vlcomp.report.figures.save_figure``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from vlcomp.figures import save_figure  # noqa: E402
+from vlcomp.report.figures import save_figure  # noqa: E402
 from vlcomp.io import write_with  # noqa: E402
 
 CHANCE = "chance"

@@ -32,7 +32,7 @@ import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
 
-from .normalize import normalize_text, singularize
+from vlcomp.counts.normalize import normalize_text, singularize
 
 ATOM_KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 COMPOUND_KINDS: tuple[str, ...] = ("attr_obj", "obj_rel_obj")

@@ -3,7 +3,7 @@ rank-flip detection between splits (BindSplit §5.3).
 
 Inputs are per-item prediction tables, one row per (model, benchmark, item_id, family) with
 ``split`` and a boolean ``correct`` (tie counts as wrong): the tables written by
-``vlcomp.retrieval_sets`` and by ``vlcomp.tasks.item_predictions`` both qualify. Two models
+``vlcomp.evaluate.retrieval_sets`` and by ``vlcomp.evaluate.jobs.item_predictions`` both qualify. Two models
 are compared on the items both were evaluated on (an inner join on benchmark, item_id and
 family), so the test is paired.
 

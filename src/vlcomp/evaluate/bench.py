@@ -15,7 +15,7 @@ images of two coloured shapes and 1 + ``negatives`` captions per item, each nega
 word away from the positive. A randomly initialised ``vlcomp-world-vit`` is enough for
 timing.
 
-    python -m vlcomp.eval_bench --items 300 --out results/bench/eval_throughput.json
+    python -m vlcomp.evaluate.bench --items 300 --out results/bench/eval_throughput.json
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ import torch
 from PIL import Image, ImageDraw
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
-from vlcomp.embed import EmbeddingCache
+from vlcomp.evaluate.embed import EmbeddingCache
 from vlcomp.io import write_json
-from vlcomp.models import LoadedModel, ModelSpec, load_model
-from vlcomp.retrieval_sets import rank_sets, resolve_image, score_candidates
+from vlcomp.evaluate.models import LoadedModel, ModelSpec, load_model
+from vlcomp.evaluate.retrieval_sets import rank_sets, resolve_image, score_candidates
 
 Log = Callable[[str], None]
 

@@ -15,7 +15,7 @@ import polars as pl
 import torch
 from PIL import Image
 
-from vlcomp import models as _models  # registers the world model configs with open_clip
+from vlcomp.evaluate import models as _models  # registers the world model configs with open_clip
 from vlcomp.io import atomic_path
 
 

@@ -29,9 +29,9 @@ import polars as pl
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA
 from vlcomp.io import write_json
 
-from .normalize import normalize_text, singularize
-from .splits import CREPE_SPLITS, EXCLUDED, LABELS, NONE, UA, UC
-from .units import graph_units
+from vlcomp.counts.normalize import normalize_text, singularize
+from vlcomp.splits.assign import CREPE_SPLITS, EXCLUDED, LABELS, NONE, UA, UC
+from vlcomp.counts.units import graph_units
 
 _ATOM_KIND = {"shape": "object", "colour": "attribute", "size": "attribute", "relation": "relation"}
 

@@ -24,8 +24,8 @@ import polars as pl
 from vlcomp.contracts import GRAPH_SCHEMA
 from vlcomp.io import read_parquet_metadata, write_parquet
 
-from .normalize import NORMALIZATION_VERSION
-from .units import graph_units
+from vlcomp.counts.normalize import NORMALIZATION_VERSION
+from vlcomp.counts.units import graph_units
 
 log = logging.getLogger(__name__)
 

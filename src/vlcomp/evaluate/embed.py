@@ -17,7 +17,7 @@ import torch
 from PIL import Image
 
 from vlcomp.io import write_parquet
-from vlcomp.models import LoadedModel
+from vlcomp.evaluate.models import LoadedModel
 
 EMBEDDING_COLUMNS = ("key", "embedding")
 

@@ -6,7 +6,7 @@ negative type (``family_target``, e.g. ``atom_obj``; CREPE's HN-ATOM sets are 1 
 when an item's negatives are of several types, each type is its own set, and every set holds
 all of the item's positive rows (deduplicated by text).
 
-Scoring (tie counts as wrong, ``vlcomp.metrics.pessimistic_rank``): the rank of a set's best
+Scoring (tie counts as wrong, ``vlcomp.evaluate.metrics.pessimistic_rank``): the rank of a set's best
 positive is the number of negatives whose similarity is >= its own, so a set is ``correct``
 (R@1 hit) only when the positive beats every negative strictly.
 
@@ -24,7 +24,7 @@ cell are resampled with the same items (paired), and the same config gives the s
 Images may be crops: a boxes table (item_id, x, y, width, height; the eval-items contract
 qualifies) gives a region per item, cut with PIL before preprocessing. A crop's embedding
 is cached under ``crop_key(image sha256, box)``; a whole image uses the image sha256 alone,
-the same key as ``vlcomp.embed.embed_images``, so the two share cache entries.
+the same key as ``vlcomp.evaluate.embed.embed_images``, so the two share cache entries.
 """
 
 from __future__ import annotations
@@ -40,10 +40,10 @@ import polars as pl
 import torch
 from PIL import Image
 
-from vlcomp.embed import EmbeddingCache, cached_embed, embed_texts, image_key, text_key
+from vlcomp.evaluate.embed import EmbeddingCache, cached_embed, embed_texts, image_key, text_key
 from vlcomp.io import read_parquet_metadata, write_parquet
-from vlcomp.metrics import METRIC_SCHEMA, TIE_POLICY, chance_image_to_text, pessimistic_rank
-from vlcomp.models import LoadedModel
+from vlcomp.evaluate.metrics import METRIC_SCHEMA, TIE_POLICY, chance_image_to_text, pessimistic_rank
+from vlcomp.evaluate.models import LoadedModel
 
 Log = Callable[[str], None]
 Box = tuple[int, int, int, int]  # x, y, width, height in pixels
@@ -615,7 +615,7 @@ def evaluate_candidate_sets(
     (e.g. the assignments' crepe_split / split_strict, filtered to one training corpus).
     ``settings``: device, threads, batch_size (as ``evaluate`` in the config) and the
     optional ``SetEvalSettings.from_config`` keys."""
-    from vlcomp.tasks import model_metadata, open_model, progress_bar
+    from vlcomp.evaluate.jobs import model_metadata, open_model, progress_bar
 
     set_settings = SetEvalSettings.from_config(settings)
     box_table = pl.read_parquet(boxes) if boxes else None

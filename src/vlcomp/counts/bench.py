@@ -1,6 +1,6 @@
 """Throughput of the counting stage (``count_shard`` on every shard + ``merge_counts``).
 
-``python -m vlcomp.systematicity.bench TRUTH WORK_DIR [--rows N] [--shards K] [--vocab V]``
+``python -m vlcomp.counts.bench TRUTH WORK_DIR [--rows N] [--shards K] [--vocab V]``
 replicates a graphs table (e.g. a world ``truth.parquet``) to N rows in K shards, then
 counts and merges them in a fresh child process, whose peak resident memory
 (``resource.getrusage``) is therefore that of the counting alone.
@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from .counts import count_shard, merge_counts
+from vlcomp.counts.counts import count_shard, merge_counts
 
 
 def replicate_graphs(

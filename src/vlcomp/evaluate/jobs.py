@@ -16,11 +16,11 @@ from tqdm import tqdm
 
 from vlcomp import __version__
 from vlcomp.corpora import corpus_file, read_corpus
-from vlcomp.embed import EmbeddingCache, embed_images, embed_texts, text_key
+from vlcomp.evaluate.embed import EmbeddingCache, embed_images, embed_texts, text_key
 from vlcomp.io import read_parquet_metadata, write_json, write_parquet, write_with
-from vlcomp.metrics import pair_accuracy_table, retrieval_table
-from vlcomp.models import LoadedModel, ModelSpec, file_sha256, library_versions, load_model
-from vlcomp.train import TrainSettings, save_checkpoint, train_clip
+from vlcomp.evaluate.metrics import pair_accuracy_table, retrieval_table
+from vlcomp.evaluate.models import LoadedModel, ModelSpec, file_sha256, library_versions, load_model
+from vlcomp.evaluate.train import TrainSettings, save_checkpoint, train_clip
 
 Log = Callable[[str], None]
 

@@ -1,0 +1,1 @@
+"""Stage ``figures``: figures and Markdown summaries of the metric tables."""
