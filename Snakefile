@@ -5,7 +5,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The embedded default (the synthetic world); a --configfile replaces it rather than
+# merging into it, so a preset for real data carries no world.
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
@@ -18,41 +22,53 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/negatives.smk"
 include: "workflow/rules/scorers.smk"
 include: "workflow/rules/refine.smk"
-include: "workflow/rules/embed.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/benchmarks.smk"
 
 
+def benchmark_targets():
+    """Every benchmark's outputs: candidates, exports, metrics, figures, statistics."""
+    targets = []
+    for name, entry in BENCHMARKS.items():
+        kind = entry["kind"]
+        targets += [f"results/metrics/{name}.csv", f"results/figures/{name}.png"]
+        if kind == "crepe_systematicity":
+            targets += [f"results/figures/{name}_bindsplit.png"]
+            targets += expand(
+                "results/export/crepe/{name}/{corpus}/summary.json",
+                name=name,
+                corpus=entry["corpora"],
+            )
+        if kind == "crepe_productivity":
+            targets.append(f"results/export/crepe/{name}/files.json")
+        if kind in ("pairs", "imported"):
+            targets += expand(
+                "results/{what}/{name}/{corpus}.parquet",
+                what=["blind"],
+                name=name,
+                corpus=entry["corpora"],
+            )
+            targets += expand(
+                "results/figures/refine_{name}_{corpus}.png",
+                name=name,
+                corpus=entry["corpora"],
+            )
+            targets += [
+                f"results/figures/priors_{model}_{name}.png"
+                for model in EVAL_MODELS
+                if model_corpus(model) in entry["corpora"]
+            ]
+        if kind != "retrieval" and len(EVAL_MODELS) > 1:
+            targets.append(f"results/stats/{name}_mcnemar.parquet")
+    return targets
+
+
 rule all:
     default_target: True
     input:
-        "results/world/manifest.json",
-        expand("results/world/corpora/{corpus}", corpus=config["world"]["corpora"]),
-        "results/metrics/world_retrieval.parquet",
-        "results/metrics/world_retrieval.csv",
-        "results/figures/world_retrieval.png",
-        "results/figures/world_retrieval.pdf",
-        expand("results/splits/world_vg/{corpus}_agreement.json", corpus=WORLD_CORPORA),
-        expand("results/counts/{corpus}/atoms.parquet", corpus=config["corpora"]),
+        expand("results/counts/{corpus}/atoms.parquet", corpus=CORPORA),
         "results/parser/quality.md",
-        "results/metrics/world_pairs.csv",
-        expand("results/blind/world_pairs/{corpus}.parquet", corpus=WORLD_CORPORA),
-        expand("results/figures/refine_world_pairs_{corpus}.png", corpus=WORLD_CORPORA),
-        expand(
-            "results/figures/priors_{model}_world_pairs.png",
-            model=[m for m in EVAL_MODELS if training_corpus(config, m)],
-        ),
-        "results/figures/world_pairs.png",
-        "results/figures/world_pairs.pdf",
-        "results/metrics/crepe_productivity.csv",
-        "results/figures/crepe_complexity.png",
-        "results/metrics/crepe_systematicity.csv",
-        "results/figures/crepe_splits.png",
-        "results/figures/bindsplit_splits.png",
+        benchmark_targets(),
         "results/metrics/summary.md",
-        "results/export/crepe/productivity/files.json",
-        expand(
-            "results/export/crepe/world_vg/{corpus}/summary.json", corpus=WORLD_CORPORA
-        ),
-        "results/stats/world_pairs_mcnemar.parquet" if len(EVAL_MODELS) > 1 else [],
+        world_targets(),

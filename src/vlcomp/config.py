@@ -58,46 +58,146 @@ def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) 
 
 
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
-    """Return a validated copy with defaults filled; raise ConfigError naming every bad key."""
+    """Return a validated copy with defaults filled and presets registered; raise
+    ConfigError naming every bad key."""
     schema = load_schema()
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(map(_describe, errors)))
     filled = _fill_defaults(copy.deepcopy(config), schema, schema)
+    filled = _register_presets(filled)
     _check_references(filled)
     return filled
 
 
-def _check_references(config: dict[str, Any]) -> None:
-    from vlcomp.world import parse_world_config
+def _register_presets(config: dict[str, Any]) -> dict[str, Any]:
+    """A data preset (the world) adds eval sets and corpora under ordinary names."""
+    if not config.get("world"):
+        return config
+    from vlcomp.world.preset import register
 
     try:
-        parse_world_config(config["world"])
+        return register(config)
     except ValueError as error:
         key, _, message = str(error).partition(": ")
         raise ConfigError(f"invalid configuration:\n  config key '{key}': {message}") from None
-    corpora = config["world"]["corpora"]
+
+
+# Paths under results/ are written by the workflow itself (e.g. a preset's files).
+PRODUCED_PREFIX = "results/"
+
+EVAL_SET_SOURCES = {
+    "visual_genome": ("dir",),
+    "coco_captions": ("captions",),
+    "sugarcrepe": ("files",),
+    "aro": ("files",),
+    "crepe_csv": ("files",),
+}
+BENCHMARK_EVAL_FORMATS = {
+    "crepe_systematicity": ("visual_genome",),
+    "crepe_productivity": ("visual_genome",),
+    "pairs": ("visual_genome", "coco_captions"),
+    "retrieval": ("coco_captions",),
+    "imported": ("sugarcrepe", "aro", "crepe_csv"),
+}
+
+
+def _missing(path: str) -> bool:
+    return not path.startswith(PRODUCED_PREFIX) and not Path(path).exists()
+
+
+def _check_eval_sets(config: dict[str, Any]) -> list[str]:
+    from vlcomp.ingest.vg import RegionFilters
+
+    problems = []
+    for name, entry in config["eval_sets"].items():
+        key = f"eval_sets.{name}"
+        fmt = entry["format"]
+        for field in EVAL_SET_SOURCES[fmt]:
+            if field not in entry:
+                problems.append(f"config key '{key}.{field}': required for format {fmt}")
+        paths = [(f"{key}.images", entry["images"])]
+        paths += [(f"{key}.{f}", entry[f]) for f in ("dir", "captions") if f in entry]
+        paths += [(f"{key}.files[{i}]", f) for i, f in enumerate(entry.get("files", []))]
+        problems += [f"config key '{k}': not found: {path}" for k, path in paths if _missing(path)]
+        if fmt == "visual_genome":
+            try:
+                RegionFilters.from_options(entry["regions"])
+            except ValueError as error:
+                problems.append(f"config key '{key}.regions': {error}")
+        elif entry["regions"]:
+            problems.append(
+                f"config key '{key}.regions': only visual_genome eval sets have regions"
+            )
+    return problems
+
+
+def _check_benchmarks(config: dict[str, Any]) -> list[str]:
+    problems = []
+    for name, entry in config["benchmarks"].items():
+        key = f"benchmarks.{name}"
+        eval_set = config["eval_sets"].get(entry["eval_set"])
+        if eval_set is None:
+            problems.append(
+                f"config key '{key}.eval_set': no eval set named '{entry['eval_set']}' "
+                f"(eval_sets has: {', '.join(config['eval_sets']) or 'none'})"
+            )
+        elif eval_set["format"] not in BENCHMARK_EVAL_FORMATS[entry["kind"]]:
+            wanted = " or ".join(BENCHMARK_EVAL_FORMATS[entry["kind"]])
+            problems.append(
+                f"config key '{key}.eval_set': a {entry['kind']} benchmark needs a {wanted} "
+                f"eval set; '{entry['eval_set']}' is {eval_set['format']}"
+            )
+        for index, corpus in enumerate(entry["corpora"]):
+            if corpus not in config["corpora"]:
+                problems.append(
+                    f"config key '{key}.corpora[{index}]': no corpus named '{corpus}' "
+                    f"(corpora has: {', '.join(config['corpora']) or 'none'})"
+                )
+        if entry["kind"] == "crepe_systematicity" and not entry["corpora"]:
+            problems.append(f"config key '{key}.corpora': name the training corpora to split by")
+    return problems
+
+
+def _check_models(config: dict[str, Any]) -> list[str]:
+    corpora = config["corpora"]
     problems = []
     for key, entry in config["models"].items():
-        corpus = entry.get("train", {}).get("corpus") or entry.get("training_corpus")
-        field = "train.corpus" if "train" in entry else "training_corpus"
-        if corpus is not None and corpus not in corpora:
-            problems.append(
-                f"config key 'models.{key}.{field}': no world corpus named '{corpus}' "
-                f"(world.corpora has: {', '.join(corpora)})"
-            )
-        if "checkpoint" in entry and not Path(entry["checkpoint"]).is_file():
+        if "train" in entry:
+            corpus = entry["train"]["corpus"]
+            if corpus not in corpora:
+                problems.append(
+                    f"config key 'models.{key}.train.corpus': no corpus named '{corpus}' "
+                    f"(corpora has: {', '.join(corpora) or 'none'})"
+                )
+            elif not corpora[corpus].get("images"):
+                problems.append(
+                    f"config key 'models.{key}.train.corpus': corpus '{corpus}' has no "
+                    f"images folder (corpora.{corpus}.images)"
+                )
+        for index, corpus in enumerate(entry.get("training_corpora", [])):
+            if corpus not in corpora:
+                problems.append(
+                    f"config key 'models.{key}.training_corpora[{index}]': no corpus named "
+                    f"'{corpus}' (corpora has: {', '.join(corpora) or 'none'})"
+                )
+        if "checkpoint" in entry and _missing(entry["checkpoint"]):
             problems.append(
                 f"config key 'models.{key}.checkpoint': file not found: {entry['checkpoint']}"
             )
-    problems += _check_stage_options(config)
     for index, name in enumerate(config["evaluate"]["models"]):
         if name not in config["models"]:
             problems.append(
                 f"config key 'evaluate.models[{index}]': no model named '{name}' "
                 f"(models has: {', '.join(config['models'])})"
             )
+    return problems
+
+
+def _check_references(config: dict[str, Any]) -> None:
+    problems = _check_models(config) + _check_eval_sets(config) + _check_benchmarks(config)
+    problems += _check_stage_options(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 
@@ -105,7 +205,6 @@ def _check_references(config: dict[str, Any]) -> None:
 def _check_stage_options(config: dict[str, Any]) -> list[str]:
     """Options that the stages validate themselves, checked before any job runs."""
     from vlcomp.ingest.job import IngestOptions
-    from vlcomp.ingest.vg import RegionFilters
 
     problems = []
     if config["priors"]["lm_scorer"] not in config["scorers"]["use"]:
@@ -113,18 +212,17 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
             f"config key 'priors.lm_scorer': '{config['priors']['lm_scorer']}' is not in "
             f"scorers.use {config['scorers']['use']}"
         )
-    clashes = sorted(set(config["corpora"]) & set(config["world"]["corpora"]))
-    if clashes:
-        problems.append(f"config key 'corpora': names also used by world.corpora: {clashes}")
     rules = config["ingest"]["rules"]
     for name, entry in config["corpora"].items():
         try:
             IngestOptions.parse(entry["format"], {"rules": rules, **entry["options"]})
         except ValueError as error:
             problems.append(f"config key 'corpora.{name}.options': {error}")
-        for path in entry["inputs"]:
-            if not Path(path).exists():
-                problems.append(f"config key 'corpora.{name}.inputs': not found: {path}")
+        for index, path in enumerate(entry["inputs"]):
+            if _missing(path):
+                problems.append(f"config key 'corpora.{name}.inputs[{index}]': not found: {path}")
+        if entry.get("images") and _missing(entry["images"]):
+            problems.append(f"config key 'corpora.{name}.images': not found: {entry['images']}")
     try:
         IngestOptions.parse("cc12m_tsv", {"rules": rules})
     except ValueError as error:
@@ -141,16 +239,16 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
         ProductivitySettings.from_mapping(config["negatives"]["productivity"])
     except ValueError as error:
         problems.append(f"config key 'negatives.productivity': {error}")
-    try:
-        RegionFilters.from_options(config["eval_items"]["vg_regions"])
-    except ValueError as error:
-        problems.append(f"config key 'eval_items.vg_regions': {error}")
     return problems
 
 
-def training_corpus(config: dict[str, Any], model: str) -> str | None:
+def training_corpora(config: dict[str, Any], model: str) -> list[str]:
+    """The corpora a model was trained on, when known (a train block implies its corpus)."""
     entry = config["models"][model]
-    return entry.get("train", {}).get("corpus") or entry.get("training_corpus")
+    named = list(entry.get("training_corpora", []))
+    if "train" in entry and entry["train"]["corpus"] not in named:
+        named.insert(0, entry["train"]["corpus"])
+    return named
 
 
 def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
@@ -194,9 +292,10 @@ def config_docs() -> str:
         "Generated from `src/vlcomp/schemas/config.schema.yaml` by",
         "`python -m vlcomp.config > config/README.md`; a test keeps it in sync.",
         "`config/config.yaml` is the embedded default (the synthetic world). A file given",
-        "with `--configfile` is merged over it. Unknown keys are errors; a key with a",
-        "default may be left out. A model needs exactly one of `pretrained`, `checkpoint` or",
-        "`train`.",
+        "with `--configfile` replaces it (presets for real data: `config/presets/`, see",
+        "`config/presets/README.md`). Unknown keys are errors; a key with a default may be",
+        "left out. A model needs exactly one of `pretrained`, `checkpoint` or `train`.",
+        "Paths under `results/` are produced by the workflow and not checked up front.",
         "",
         "| key | type | default | meaning |",
         "|---|---|---|---|",

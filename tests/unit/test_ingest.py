@@ -541,3 +541,39 @@ def test_unknown_filter_key_is_named(tmp_path: Path) -> None:
             FIX / "vg", tmp_path / "i.parquet", tmp_path / "r.parquet", {"min_aera": 1}
         )
     assert not list(tmp_path.iterdir())
+
+
+def test_text_csv_reads_quoted_lines_and_rejects_bad_rows(tmp_path: Path) -> None:
+    path = tmp_path / "captions.csv"
+    path.write_text(
+        "image_id,region_id,caption\n"
+        "1,10,a red car\n"
+        '2,20,"a dog, on\ntwo lines"\n'
+        "3,30\n"
+        "1,40,another id one\n"
+        ",,\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "out"
+    summary = ingest(
+        "text_csv", [path], "mine", out, 1,
+        {"rules": {}, "id_column": "image_id", "image_column": "region_id"},
+    )  # fmt: skip
+    captions = pl.read_parquet(out / "captions-0-of-1.parquet")
+    assert captions["caption_id"].to_list() == ["mine/1", "mine/2"]
+    assert captions["image_id"].to_list() == ["10", "20"]
+    assert captions["text"].to_list()[1] == "a dog, on two lines"
+    rejected = pl.read_parquet(out / "rejected.parquet")
+    assert dict(zip(rejected["location"], rejected["reason"], strict=True)) == {
+        "row 3": "missing_columns",
+        "row 4": "duplicate_id",
+        "row 5": "empty",
+    }
+    assert summary.accepted == 2
+
+
+def test_text_csv_without_its_column_fails_naming_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "captions.csv"
+    path.write_text("id,text\n1,a cat\n", encoding="utf-8")
+    with pytest.raises(CorruptInputError, match="captions.csv"):
+        ingest("text_csv", [path], "mine", tmp_path / "out", 1, {"rules": {}})

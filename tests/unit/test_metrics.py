@@ -1,11 +1,16 @@
 import numpy as np
+import polars as pl
 import pytest
 
 from vlcomp.evaluate.metrics import (
+    METRIC_SCHEMA,
+    RANKS_SCHEMA,
+    EvalSettings,
     chance_image_to_text,
     chance_text_to_image,
     pessimistic_rank,
     recall_at,
+    recall_table,
     retrieval_table,
 )
 
@@ -44,26 +49,79 @@ def test_chance_formulas():
 
 
 def test_retrieval_table_perfect_model_and_splits():
-    image_ids = np.array([1, 2, 3])
+    image_ids = ["1", "2", "3"]
     image_emb = np.eye(3, dtype=np.float32)
-    text_image_ids = np.array([1, 1, 2, 3])
+    text_image_ids = ["1", "1", "2", "3"]
     text_emb = image_emb[[0, 0, 1, 2]]
     table, ranks = retrieval_table(
         "m",
         "b",
         image_ids,
         image_emb,
-        np.array(["a", "b", "c", "d"]),
+        ["a", "b", "c", "d"],
         text_image_ids,
         text_emb,
-        {1: "held_in", 2: "held_in", 3: "held_out"},
-        ks=(1,),
+        {"1": "held_in", "2": "held_in", "3": "held_out"},
+        settings=EvalSettings(ks=(1,), resamples=0),
     )
+    assert table.schema == pl.Schema(METRIC_SCHEMA)
+    assert ranks.schema == pl.Schema(RANKS_SCHEMA)
     model_rows = table.filter(table["model"] == "m")
     assert set(model_rows["split"]) == {"all", "held_in", "held_out"}
+    assert set(model_rows["metric"]) == {"i2t_R@1", "t2i_R@1"}
     # image 1 has two identical captions: the other caption ties but is also correct
     assert model_rows["value"].to_list() == [1.0] * model_rows.height
     held_out = model_rows.filter(model_rows["split"] == "held_out")
     assert held_out["n"].to_list() == [1, 1]
     assert set(table["tie_policy"]) == {"tie_counts_as_wrong"}
     assert ranks.height == 3 + 4
+    assert ranks.filter(pl.col("direction") == "t2i")["image_id"].to_list() == text_image_ids
+
+
+def test_retrieval_chance_rows_and_intervals():
+    rng = np.random.default_rng(0)
+    image_ids = [f"img{i}" for i in range(20)]
+    text_image_ids = [image_ids[i // 2] for i in range(40)]  # two captions per image
+    image_emb = rng.normal(size=(20, 8)).astype(np.float32)
+    text_emb = rng.normal(size=(40, 8)).astype(np.float32)
+    settings = EvalSettings(ks=(1, 5), resamples=200, seed=3)
+    table, ranks = retrieval_table(
+        "m", "b", image_ids, image_emb, [f"t{i}" for i in range(40)], text_image_ids, text_emb,
+        settings=settings,
+    )  # fmt: skip
+    assert set(table["split"]) == {"all"}
+    chance = {r["metric"]: r["value"] for r in table.filter(pl.col("model") == "chance").rows(
+        named=True)}  # fmt: skip
+    assert chance["t2i_R@1"] == pytest.approx(1 / 20)
+    assert chance["i2t_R@1"] == pytest.approx(2 / 40)
+    assert chance["i2t_R@5"] == pytest.approx(chance_image_to_text(40, 2, 5))
+    for row in table.filter(pl.col("model") == "m").iter_rows(named=True):
+        assert row["ci_low"] <= row["value"] <= row["ci_high"]
+        expected = recall_at(
+            ranks.filter(pl.col("direction") == row["metric"][:3])["rank"].to_numpy(),
+            int(row["metric"].split("@")[1]),
+        )
+        assert row["value"] == pytest.approx(expected)
+    again, _ = retrieval_table(
+        "m", "b", image_ids, image_emb, [f"t{i}" for i in range(40)], text_image_ids, text_emb,
+        settings=settings,
+    )  # fmt: skip
+    assert again.equals(table)
+
+
+def test_recall_table_resplits_ranks():
+    ranks = pl.DataFrame(
+        {
+            "model": "m", "benchmark": "b", "direction": ["t2i"] * 4,
+            "query_id": ["a", "b", "c", "d"], "image_id": ["1", "1", "2", "2"],
+            "split": ["in", "in", "out", "out"], "rank": [0, 3, 0, 0],
+            "n_candidates": 4, "n_positives": 1,
+        },
+        schema=RANKS_SCHEMA,
+    )  # fmt: skip
+    table = recall_table(ranks, EvalSettings(ks=(1,), resamples=0))
+    value = {(r["model"], r["split"]): r["value"] for r in table.iter_rows(named=True)}
+    assert value[("m", "all")] == pytest.approx(0.75)
+    assert value[("m", "in")] == pytest.approx(0.5)
+    assert value[("m", "out")] == pytest.approx(1.0)
+    assert value[("chance", "in")] == pytest.approx(0.25)

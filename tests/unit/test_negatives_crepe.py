@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import REPO
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA
+from vlcomp.counts.counts import count_shard
 from vlcomp.importers.crepe import read_crepe_csv
 from vlcomp.ingest import eval_items_from_vg
 from vlcomp.negatives import wordnet_foils
@@ -46,7 +47,6 @@ from vlcomp.negatives.wordnet_foils import (
     rank,
 )
 from vlcomp.scorers.ngram import NgramLM
-from vlcomp.counts.counts import count_shard
 from vlcomp.splits.assign import assign_splits
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set
 

@@ -15,6 +15,7 @@ import polars as pl
 import pytest
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
+from vlcomp.negatives.jobs import productivity_job
 from vlcomp.negatives.productivity import (
     FAILURES_SCHEMA,
     ITEMS_SCHEMA,
@@ -24,8 +25,6 @@ from vlcomp.negatives.productivity import (
     productivity_benchmark,
     read_scene_graphs,
     sample_walks,
-    world_attribute_kinds,
-    world_foils,
 )
 from vlcomp.negatives.productivity import SettingsError as ProductivitySettingsError
 from vlcomp.negatives.productivity_graph import (
@@ -39,9 +38,12 @@ from vlcomp.negatives.productivity_negatives import (
     GRAPH_CHECK,
     NO_CANDIDATE,
     NO_FOIL,
+    GraphVocabulary,
     atom_negatives,
     attribute_kinds,
     finder_foils,
+    lexicon_attribute_kinds,
+    lexicon_foils,
     negation_candidates,
     negation_negatives,
     swap_candidates,
@@ -163,14 +165,30 @@ def world_graphs(world_vg: Path) -> list[SceneGraph]:
     return list(read_scene_graphs(world_vg))
 
 
+def world_attribute_kinds(world_cfg: dict[str, Any]) -> dict[str, list[str]]:
+    """The world's closed vocabulary of attribute kinds (what the generic lexicon must
+    reproduce on the world)."""
+    return {"colour": list(world_cfg["colours"]), "size": list(world_cfg["sizes"])}
+
+
 def run_benchmark(
-    vg: Path, out: Path, world_cfg: dict[str, Any], seed: int = 0, **overrides: Any
+    vg: Path,
+    out: Path,
+    world_cfg: dict[str, Any],
+    seed: int = 0,
+    closed_vocabulary: bool = False,
+    **overrides: Any,
 ) -> dict[str, Any]:
-    settings = {
-        **WORLD_SETTINGS,
-        "attribute_kinds": world_attribute_kinds(world_cfg),
-        **overrides,
-    }
+    """The benchmark with foils from the folder's own scene graphs and the generic
+    lexicon (as ``productivity_job``), or with the world's closed vocabulary."""
+    if closed_vocabulary:
+        kinds = world_attribute_kinds(world_cfg)
+        foils = vocabulary_foils(list(world_cfg["shapes"]), kinds, list(world_cfg["relations"]))
+    else:
+        vocabulary = GraphVocabulary.from_graphs(read_scene_graphs(vg))
+        kinds = lexicon_attribute_kinds(vocabulary.attributes)
+        foils = lexicon_foils(vocabulary)
+    settings = {**WORLD_SETTINGS, "attribute_kinds": kinds, **overrides}
     paths = {k: out / f"{k}.parquet" for k in ("candidates", "items", "failures", "summary")}
     summary = productivity_benchmark(
         vg,
@@ -179,7 +197,7 @@ def run_benchmark(
         paths["failures"],
         settings,
         seed,
-        world_foils(world_cfg),
+        foils,
         out_summary=paths["summary"],
     )
     return {"summary": summary, "paths": paths, "settings": settings}
@@ -848,3 +866,67 @@ def test_settings_validation() -> None:
     )
     assert s.complexities == (4, 5) and s.attribute_kinds == {"c": ("red",)}
     assert ProductivitySettings.from_mapping(None) == ProductivitySettings()
+
+
+# ------------------------------------------------------------ generic vocabulary
+
+
+def test_lexicon_kinds_reproduce_the_world_vocabulary(
+    world_graphs: list[SceneGraph], world_cfg: dict[str, Any]
+) -> None:
+    vocabulary = GraphVocabulary.from_graphs(world_graphs)
+    assert lexicon_attribute_kinds(vocabulary.attributes) == {
+        kind: sorted(values) for kind, values in world_attribute_kinds(world_cfg).items()
+    }
+    assert set(vocabulary.objects) == set(world_cfg["shapes"])
+    assert set(vocabulary.predicates) == set(world_cfg["relations"])
+
+
+def test_lexicon_foils_match_the_closed_world_vocabulary(
+    world_vg: Path, world_cfg: dict[str, Any], world_run: dict[str, Any], tmp_path: Path
+) -> None:
+    closed = run_benchmark(world_vg, tmp_path, world_cfg, closed_vocabulary=True)
+    assert pl.read_parquet(closed["paths"]["candidates"]).equals(world_run["candidates"])
+    assert closed["summary"].equals(world_run["summary"])
+
+
+def test_lexicon_foils() -> None:
+    vocabulary = GraphVocabulary(
+        objects=("cat", "dog", "man"),
+        attributes=("big", "large", "red", "small", "standing", "wooden", "blue"),
+        predicates=("behind", "holding", "left of", "riding", "to the right of"),
+    )
+    provider = lexicon_foils(vocabulary)
+    assert set(provider("obj", "cat", frozenset({"man"}))) == {"dog"}
+    assert set(provider("att", "red", frozenset())) == {"blue"}
+    assert provider("att", "large", frozenset()) == ["small"]  # "big" is a synonym
+    assert provider("att", "small", frozenset({"big"})) == []  # so is "large"
+    assert provider("att", "standing", frozenset()) == []  # no known kind
+    assert set(provider("rel", "left of", frozenset())) == {"behind", "to the right of"}
+    assert provider("rel", "riding", frozenset()) == ["holding"]
+    with pytest.raises(ValueError, match="atom kind"):
+        provider("thing", "x", frozenset())
+
+
+def test_productivity_job_names_the_benchmark(
+    world_vg: Path, world_run: dict[str, Any], tmp_path: Path
+) -> None:
+    out = {k: str(tmp_path / f"{k}.parquet") for k in ("c", "i", "f", "s")}
+    lines: list[str] = []
+    productivity_job(
+        str(world_vg), WORLD_SETTINGS, 0, "prod_x", out["c"], out["i"], out["f"], out["s"],
+        lines.append,
+    )  # fmt: skip
+    cands = pl.read_parquet(out["c"])
+    assert set(cands["benchmark"]) == {"prod_x"}
+    assert cands["item_id"].str.starts_with("prod_x/").all()
+    renamed = world_run["candidates"].with_columns(
+        pl.lit("prod_x").alias("benchmark"),
+        pl.col("item_id").str.replace("^crepe_productivity/", "prod_x/"),
+    )
+    assert cands.equals(renamed)
+    items = pl.read_parquet(out["i"])
+    assert items.columns == list(ITEMS_SCHEMA)
+    assert set(items["item_id"]) == set(cands["item_id"])
+    assert pl.read_parquet(out["s"]).equals(world_run["summary"])
+    assert any("vocabulary" in line for line in lines)

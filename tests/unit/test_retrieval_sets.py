@@ -4,20 +4,25 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.evaluate.embed import EmbeddingCache, image_key
-from vlcomp.evaluate.models import ModelSpec, load_model
-from vlcomp.evaluate.retrieval_sets import (
-    SET_METRIC_SCHEMA,
+from vlcomp.evaluate.embed import (
+    EmbeddingCache,
     ImageRef,
-    SetEvalSettings,
-    attach_splits,
     crop,
     crop_key,
     embed_image_refs,
+    image_key,
+)
+from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
+from vlcomp.evaluate.models import ModelSpec, load_model
+from vlcomp.evaluate.retrieval_sets import (
+    SET_METRIC_SCHEMA,
+    attach_splits,
     rank_sets,
     set_metric_table,
     split_keys,
 )
+
+SetEvalSettings = EvalSettings
 
 
 def scores_frame(sets: dict[str, tuple[str, str, list[float]]], model: str = "m") -> pl.DataFrame:
@@ -62,7 +67,8 @@ def test_ranks_count_ties_as_wrong():
 
 def test_recall_mean_recall_micro_macro():
     table = set_metric_table(rank_sets(scores_frame(SETS)), SetEvalSettings(resamples=0))
-    assert table.schema == pl.Schema(SET_METRIC_SCHEMA)
+    assert table.schema == pl.Schema(SET_METRIC_SCHEMA) == pl.Schema(METRIC_SCHEMA)
+    assert table["part"].null_count() == table.height
     atom = {k: metric(table, f"R@{k}", "atom_obj")["value"] for k in (1, 3, 5)}
     assert atom == pytest.approx({1: 1 / 3, 3: 2 / 3, 5: 1.0})
     assert metric(table, "mean_R@K", "atom_obj")["value"] == pytest.approx((1 / 3 + 2 / 3 + 1) / 3)
@@ -182,7 +188,11 @@ def test_crop_embeddings_are_cached_per_box(world_model, tmp_path):
 
 
 def test_figures_are_written_deterministically(tmp_path):
-    from vlcomp.report.figures_crepe import plot_complexity, plot_split_accuracy, plot_splits_by_type
+    from vlcomp.report.figures_crepe import (
+        plot_complexity,
+        plot_split_accuracy,
+        plot_splits_by_type,
+    )
 
     rng = np.random.default_rng(1)
     kinds = [("comp", "att"), ("atom", "obj")]
@@ -215,3 +225,41 @@ def test_figures_are_written_deterministically(tmp_path):
         for ext in ("png", "pdf"):
             first = (tmp_path / f"{stem}a.{ext}").read_bytes()
             assert first and first == (tmp_path / f"{stem}b.{ext}").read_bytes()
+
+
+def test_pairs_through_the_set_path_match_a_direct_count():
+    """A 1 + 1 pair is a retrieval set of two: its accuracy is the share of items whose
+    positive scores strictly above the negative (a tie is wrong), per type, micro and macro."""
+    rng = np.random.default_rng(5)
+    kinds = [("swap", "att"), ("replace", "obj"), ("add", None)]
+    sims = rng.integers(0, 4, size=(90, 2)) / 4  # coarse values: many ties
+    pairs = {f"p{i:02d}": (*kinds[i % 3], sims[i].tolist()) for i in range(90)}
+    table = set_metric_table(rank_sets(scores_frame(pairs)), SetEvalSettings(resamples=100))
+    assert not table["metric"].str.starts_with("R@").any()
+    direct = {}
+    for family, target in kinds:
+        name = family if target is None else f"{family}_{target}"
+        rows = [i for i in range(90) if kinds[i % 3] == (family, target)]
+        direct[name] = float(np.mean([sims[i, 0] > sims[i, 1] for i in rows]))
+        assert metric(table, "accuracy", name)["value"] == pytest.approx(direct[name])
+        assert metric(table, "accuracy", name, model="chance")["value"] == 0.5
+    assert (sims[:, 0] == sims[:, 1]).sum() > 10
+    micro = float(np.mean(sims[:, 0] > sims[:, 1]))
+    assert metric(table, "accuracy_micro")["value"] == pytest.approx(micro)
+    assert metric(table, "accuracy_macro")["value"] == pytest.approx(np.mean(list(direct.values())))
+    row = metric(table, "accuracy_micro")
+    assert row["n"] == 90 and row["ci_low"] < row["value"] < row["ci_high"]
+
+
+def test_parts_are_ranked_and_reported_apart():
+    one = scores_frame({"i1": SETS["i1"], "i2": SETS["i2"]}).with_columns(part=pl.lit("c1"))
+    two = scores_frame({"i1": SETS["i3"], "i2": SETS["i2"]}).with_columns(part=pl.lit("c2"))
+    pred = rank_sets(pl.concat([one, two]))
+    assert pred.select("part", "item_id", "rank").rows() == [
+        ("c1", "i1", 0), ("c1", "i2", 1), ("c2", "i1", 3), ("c2", "i2", 1)
+    ]  # fmt: skip
+    table = set_metric_table(pred, SetEvalSettings(resamples=0))
+    r1 = table.filter(
+        (pl.col("model") == "m") & (pl.col("metric") == "R@1_micro") & (pl.col("split") == "all")
+    )  # fmt: skip
+    assert dict(r1.select("part", "value").rows()) == {"c1": 0.5, "c2": 0.0}

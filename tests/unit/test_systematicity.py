@@ -12,7 +12,6 @@ import polars as pl
 import pytest
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, GRAPHS_SCHEMA
-from vlcomp.io import read_parquet_metadata
 from vlcomp.counts import (
     count_shard,
     merge_counts,
@@ -21,6 +20,8 @@ from vlcomp.counts import (
     read_totals,
     singularize,
 )
+from vlcomp.counts.bench import benchmark_counting
+from vlcomp.io import read_parquet_metadata
 from vlcomp.splits import (
     ASSIGNMENTS_SCHEMA,
     BUCKETS,
@@ -35,9 +36,8 @@ from vlcomp.splits import (
     graph_bindings,
     normalize_binding,
 )
-from vlcomp.world.groundtruth import check_world_splits, items_from_truth
-from vlcomp.counts.bench import benchmark_counting
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set, write_manifest
+from vlcomp.world.groundtruth import check_world_splits, items_from_truth
 
 Obj = tuple[int, str | None, str | None]
 Attr = tuple[int, str]

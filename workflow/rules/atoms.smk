@@ -12,7 +12,7 @@ rule count_shard:
     log:
         "logs/atoms/{corpus}/{shard}.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
         "Counting atoms, compounds and bindings of {wildcards.corpus} shard {wildcards.shard}"
     script:
@@ -27,7 +27,7 @@ rule merge_counts:
     log:
         "logs/atoms/{corpus}/merge.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
         "Merging the per-shard counts of {wildcards.corpus}"
     script:

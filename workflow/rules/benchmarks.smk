@@ -1,5 +1,6 @@
 # Throughput benchmarks: not part of the default run; `snakemake benchmarks` runs them all.
-# Each prints and writes its numbers next to a baseline measured in the same run.
+# Each prints and writes its numbers next to a baseline measured in the same run. They read
+# the first configured corpus.
 
 
 rule benchmarks:
@@ -12,14 +13,14 @@ rule benchmarks:
 
 rule benchmark_parser:
     input:
-        captions=shard_files("results/captions/cc12m/captions-{shard}.parquet"),
+        captions=caption_shards(CORPORA[:1]),
         factual=lambda wc: factual_csv() or [],
     output:
         "results/benchmarks/parser.json",
     log:
         "logs/benchmarks/parser.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
         "Parser throughput: raw spaCy pipe (ceiling) vs ours vs SceneGraphParser"
     script:
@@ -28,13 +29,13 @@ rule benchmark_parser:
 
 rule benchmark_counting:
     input:
-        "results/world/corpora/cc12m",
+        expand("results/graphs/{corpus}/graphs-{shard}.parquet", corpus=CORPORA[:1], shard=SHARDS[:1]),
     output:
         "results/benchmarks/counting.json",
     log:
         "logs/benchmarks/counting.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         rows=2_000_000,
     message:
@@ -52,7 +53,7 @@ rule benchmark_scorers:
     log:
         "logs/benchmarks/scorers.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         column=config["audit"]["text_column"],
     message:
@@ -67,7 +68,7 @@ rule benchmark_evaluation:
     log:
         "logs/benchmarks/evaluation.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
         "Candidate texts embedded per second: batched + cached vs a batch-size-1 loop"
     script:

@@ -1,13 +1,14 @@
-import re
 import os
+import re
 import sys
 
-# The library lives in src/ (rule scripts add it to sys.path themselves).
+# The library lives in src/ (rule scripts add it to sys.path themselves). Parsing the
+# workflow imports only light modules: no torch, open_clip or spaCy.
 sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 # Offline by default: a missing pretrained weight must fail at once, not retry for ~47 s.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from vlcomp.config import ConfigError, training_corpus, validate_config  # noqa: E402
+from vlcomp.config import ConfigError, training_corpora, validate_config  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
 try:
@@ -16,18 +17,54 @@ except ConfigError as error:
     raise WorkflowError(str(error)) from None
 
 
-def check_models_available():
-    from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, check_available
+EVAL_MODELS = config["evaluate"]["models"]
+CORPORA = list(config["corpora"])
+EVAL_SETS = config["eval_sets"]
+BENCHMARKS = config["benchmarks"]
+# Graph tables with known-right scene graphs (a data preset may add some): parser quality.
+GOLD_GRAPHS = []
+N_SHARDS = config["ingest"]["n_shards"]
+SHARDS = [f"{i}-of-{N_SHARDS}" for i in range(N_SHARDS)]
 
-    for name in config["evaluate"]["models"]:
-        entry = config["models"][name]
-        try:
-            check_available(
-                ModelSpec.from_config(name, entry, checkpoint=trained_checkpoint(name)),
-                produced_by_workflow="train" in entry,
-            )
-        except ModelUnavailableError as error:
-            raise WorkflowError(str(error)) from None
+
+def names_re(names):
+    """A wildcard constraint matching exactly these names (and nothing when empty)."""
+    names = list(names)
+    return "|".join(map(re.escape, names)) if names else "(?!)"
+
+
+def benchmarks_of(*kinds):
+    return [name for name, entry in BENCHMARKS.items() if entry["kind"] in kinds]
+
+
+wildcard_constraints:
+    model=names_re(config["models"]),
+    corpus=names_re(CORPORA),
+    shard=r"\d+-of-\d+",
+    evalset=names_re(EVAL_SETS),
+    benchmark=names_re(BENCHMARKS),
+    textset=names_re([*CORPORA, "sugarcrepe_audit"]),
+
+
+# ------------------------------------------------------------------ corpora and models
+
+
+def corpus_source(corpus):
+    """Loader format, inputs and options of a training corpus."""
+    entry = config["corpora"][corpus]
+    options = {"rules": config["ingest"]["rules"], **entry["options"]}
+    return entry["format"], entry["inputs"], options
+
+
+def shard_files(pattern):
+    """The per-shard files of one corpus: pattern has {{corpus}} and {shard}."""
+    return expand(pattern, shard=SHARDS, allow_missing=True)
+
+
+def caption_shards(corpus):
+    return expand(
+        "results/captions/{corpus}/captions-{shard}.parquet", corpus=corpus, shard=SHARDS
+    )
 
 
 def trained_checkpoint(model):
@@ -37,52 +74,74 @@ def trained_checkpoint(model):
 
 
 def model_weights(wildcards):
-    """The checkpoint a model's jobs depend on (none for pretrained tags)."""
+    """The checkpoint a model's jobs depend on; a pretrained tag is checked by a job."""
     entry = config["models"][wildcards.model]
     if "train" in entry:
         return trained_checkpoint(wildcards.model)
-    return entry.get("checkpoint", [])
+    if "checkpoint" in entry:
+        return entry["checkpoint"]
+    return f"results/models/{wildcards.model}/available.json"
 
 
-check_models_available()
-
-EVAL_MODELS = config["evaluate"]["models"]
-
-
-wildcard_constraints:
-    model="|".join(map(re.escape, config["models"])),
-    corpus="|".join(map(re.escape, [*config["world"]["corpora"], *config["corpora"]])),
-    shard=r"\d+-of-\d+",
-    evalset="world_vg",
-    textset="|".join(
-        map(
-            re.escape,
-            [*config["world"]["corpora"], *config["corpora"], "sugarcrepe_audit"],
-        )
-    ),
+def model_corpus(model):
+    """The first training corpus of a model, or None when unknown."""
+    named = training_corpora(config, model)
+    return named[0] if named else None
 
 
-WORLD_CORPORA = list(config["world"]["corpora"])
-ALL_CORPORA = WORLD_CORPORA + list(config["corpora"])
-N_SHARDS = config["ingest"]["n_shards"]
-SHARDS = [f"{i}-of-{N_SHARDS}" for i in range(N_SHARDS)]
-WORLD_FILE_GLOB = {"cc12m_tsv": "captions.tsv", "laion_parquet": "part-*.parquet"}
+def embed_settings():
+    """Only what changes embeddings, so that adding a model reruns nothing else."""
+    settings = config["evaluate"]
+    return {k: settings[k] for k in ("device", "threads", "batch_size")}
 
 
-def corpus_source(corpus):
-    """Loader format, inputs and options of a training corpus (world or user)."""
-    rules = {"rules": config["ingest"]["rules"]}
-    if corpus in config["world"]["corpora"]:
-        fmt = config["world"]["corpora"][corpus]["format"]
-        options = {**rules, "glob": WORLD_FILE_GLOB[fmt]}
-        return fmt, [f"results/world/corpora/{corpus}"], options
-    entry = config["corpora"][corpus]
-    return entry["format"], entry["inputs"], {**rules, **entry["options"]}
+def set_eval_settings():
+    """Settings of the candidate-set evaluation (retrieval sets, pairs, bootstrap CIs)."""
+    settings = config["evaluate"]
+    return {
+        **embed_settings(),
+        "recall_at": settings["set_recall_at"],
+        "bootstrap_resamples": settings["bootstrap_resamples"],
+        "bootstrap_seed": settings["bootstrap_seed"],
+    }
 
 
-def shard_files(pattern):
-    """The per-shard files of one corpus: pattern has {{corpus}} and {shard}."""
-    return expand(pattern, shard=SHARDS, allow_missing=True)
+# ------------------------------------------------------------------ eval sets
+
+
+def eval_set_of(benchmark):
+    return BENCHMARKS[benchmark]["eval_set"]
+
+
+def eval_set_source(evalset):
+    """The eval set's entry as the stage jobs read it (format-specific keys only)."""
+    entry = EVAL_SETS[evalset]
+    keys = ("dir", "captions", "files", "images", "regions")
+    return {k: entry[k] for k in keys if k in entry}
+
+
+def eval_set_inputs(evalset):
+    """Files an eval set is read from (produced by a preset's rules or given by the user)."""
+    entry = EVAL_SETS[evalset]
+    return [entry[k] for k in ("dir", "captions") if k in entry] + entry.get("files", [])
+
+
+def image_index(wildcards):
+    return f"results/eval_sets/{eval_set_of(wildcards.benchmark)}/images.parquet"
+
+
+def image_references(evalset):
+    """Tables whose image ids the eval set's image index must resolve."""
+    if EVAL_SETS[evalset]["format"] in ("visual_genome", "coco_captions"):
+        return [f"results/eval_sets/{evalset}/items.parquet"]
+    return [
+        f"results/negatives/{name}/candidates.parquet"
+        for name in benchmarks_of("imported")
+        if eval_set_of(name) == evalset
+    ]
+
+
+# ------------------------------------------------------------------ scorers
 
 
 def factual_csv():
@@ -95,11 +154,7 @@ def scorer_training_text(wildcards):
     """Caption tables a text set's scorers train on: a corpus's shards, or the audit's."""
     if wildcards.textset == "sugarcrepe_audit":
         return "results/audit/training_text.parquet"
-    return expand(
-        "results/captions/{corpus}/captions-{shard}.parquet",
-        corpus=wildcards.textset,
-        shard=SHARDS,
-    )
+    return caption_shards(wildcards.textset)
 
 
 def trained_scorers(textset):
@@ -109,28 +164,57 @@ def trained_scorers(textset):
     ]
 
 
-def corpus_of_model(wildcards):
-    corpus = training_corpus(config, wildcards.model)
-    if corpus is None:
-        raise WorkflowError(
-            f"models.{wildcards.model}: linguistic priors need the model's training corpus "
-            "(models.<name>.train.corpus or training_corpus)"
-        )
-    return corpus
+def scorer_corpora(benchmark):
+    return BENCHMARKS[benchmark]["corpora"]
 
 
-def embed_settings():
-    """Only what changes embeddings, so that adding a model reruns nothing else."""
-    settings = config["evaluate"]
-    return {k: settings[k] for k in ("device", "threads", "batch_size")}
+# ------------------------------------------------------------------ what to evaluate
 
 
-def set_eval_settings():
-    """Settings of the retrieval-set evaluation (CREPE-style sets, bootstrap CIs)."""
-    settings = config["evaluate"]
-    return {
-        **embed_settings(),
-        "recall_at": settings["set_recall_at"],
-        "bootstrap_resamples": settings["bootstrap_resamples"],
-        "bootstrap_seed": settings["bootstrap_seed"],
+def systematicity_corpora(benchmark, model):
+    """The corpora whose sets a model is evaluated on: its training corpora among the
+    benchmark's, or all of them when it was trained on none of them (or on unknown data)."""
+    named = BENCHMARKS[benchmark]["corpora"]
+    own = [c for c in training_corpora(config, model) if c in named]
+    return own or named
+
+
+def evaluation_parts(benchmark, model, split_column):
+    """The candidate sets of one benchmark a model is scored on, with their split tables."""
+    entry = BENCHMARKS[benchmark]
+    evalset = entry["eval_set"]
+    if entry["kind"] == "crepe_systematicity":
+        return [
+            {
+                "candidates": f"results/negatives/{benchmark}/{corpus}/candidates.parquet",
+                "boxes": f"results/negatives/{benchmark}/{corpus}/regions.parquet",
+                "splits": f"results/splits/{evalset}/{corpus}.parquet",
+                "split_column": split_column,
+                "label": corpus,
+            }
+            for corpus in systematicity_corpora(benchmark, model)
+        ]
+    part = {
+        "candidates": f"results/negatives/{benchmark}/candidates.parquet",
+        "boxes": f"results/negatives/{benchmark}/boxes.parquet",
+        "splits": None,
+        "split_column": split_column,
+        "label": None,
     }
+    corpus = model_corpus(model)
+    if entry["kind"] == "pairs" and corpus is not None:
+        part["splits"] = f"results/splits/{evalset}/{corpus}.parquet"
+    return [part]
+
+
+def evaluation_inputs(split_column):
+    def inputs(wildcards):
+        parts = evaluation_parts(wildcards.benchmark, wildcards.model, split_column)
+        files = [p[k] for p in parts for k in ("candidates", "boxes", "splits") if p[k]]
+        return files
+
+    return inputs
+
+
+def significance_models():
+    return EVAL_MODELS if len(EVAL_MODELS) > 1 else []

@@ -1,100 +1,28 @@
-rule figure_world_retrieval:
+rule figure_benchmark:
     input:
-        "results/metrics/world_retrieval.parquet",
+        "results/metrics/{table}.parquet",
     output:
         png=report(
-            "results/figures/world_retrieval.png",
+            "results/figures/{table}.png",
             category="Figures",
-            caption="../report/world_retrieval.rst",
-            labels={"figure": "world retrieval"},
+            labels={"figure": "{table}"},
         ),
-        pdf="results/figures/world_retrieval.pdf",
+        pdf="results/figures/{table}.pdf",
     log:
-        "logs/figures/world_retrieval.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    message:
-        "Plotting retrieval Recall@K per split"
-    script:
-        "../scripts/figure_world_retrieval.py"
-
-
-rule figure_world_pairs:
-    input:
-        "results/metrics/world_pairs.parquet",
-    output:
-        png=report(
-            "results/figures/world_pairs.png",
-            category="Figures",
-            caption="../report/world_pairs.rst",
-            labels={"figure": "world pairs"},
+        "logs/figures/{table}.log",
+    wildcard_constraints:
+        table=names_re(
+            [*BENCHMARKS, *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity"))]
         ),
-        pdf="results/figures/world_pairs.pdf",
-    log:
-        "logs/figures/world_pairs.log",
     conda:
-        "../../envs/vlcomp.yaml"
-    message:
-        "Plotting pair accuracy per negative type and split"
-    script:
-        "../scripts/figure_world_pairs.py"
-
-
-rule figure_productivity:
-    input:
-        "results/metrics/crepe_productivity.parquet",
-    output:
-        png=report(
-            "results/figures/crepe_complexity.png",
-            category="Figures",
-            labels={"figure": "R@1 vs complexity"},
+        "../envs/vlcomp.yaml"
+    params:
+        kind=lambda wc: (
+            "bindsplit"
+            if wc.table not in BENCHMARKS
+            else BENCHMARKS[wc.table]["kind"]
         ),
-        pdf="results/figures/crepe_complexity.pdf",
-    log:
-        "logs/figures/crepe_complexity.log",
-    conda:
-        "../../envs/vlcomp.yaml"
     message:
-        "Plotting R@1 against complexity per negative type (CREPE Fig. 5)"
+        "Plotting {wildcards.table}"
     script:
-        "../scripts/figure_complexity.py"
-
-
-rule figure_systematicity:
-    input:
-        "results/metrics/crepe_systematicity.parquet",
-    output:
-        png=report(
-            "results/figures/crepe_splits.png",
-            category="Figures",
-            labels={"figure": "SC vs UC vs UA per negative type"},
-        ),
-        pdf="results/figures/crepe_splits.pdf",
-    log:
-        "logs/figures/crepe_splits.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    message:
-        "Plotting R@1 per CREPE split and negative type (CREPE Fig. 4)"
-    script:
-        "../scripts/figure_splits.py"
-
-
-rule figure_bindsplit:
-    input:
-        "results/metrics/crepe_systematicity_bindsplit.parquet",
-    output:
-        png=report(
-            "results/figures/bindsplit_splits.png",
-            category="Figures",
-            labels={"figure": "seen / mixed / unseen per model"},
-        ),
-        pdf="results/figures/bindsplit_splits.pdf",
-    log:
-        "logs/figures/bindsplit_splits.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    message:
-        "Plotting accuracy per BindSplit split and model (BindSplit Fig. 4)"
-    script:
-        "../scripts/figure_bindsplit.py"
+        "../scripts/figure_benchmark.py"

@@ -10,7 +10,7 @@ rule ingest:
     benchmark:
         "benchmarks/ingest/{corpus}.tsv"
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         source=lambda wc: corpus_source(wc.corpus),
         n_shards=N_SHARDS,

@@ -1,56 +1,10 @@
-rule world_pairs:
-    input:
-        truth="results/world/eval/truth.parquet",
-        scenes="results/world/eval/scenes.parquet",
-    output:
-        candidates="results/negatives/world_pairs/candidates.parquet",
-        failures="results/negatives/world_pairs/failures.parquet",
-    log:
-        "logs/negatives/world_pairs.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    params:
-        world=config["world"],
-        seed=config["negatives"]["seed"],
-    message:
-        "Hard negatives for the world's captions (replace/swap attribute, object, relation)"
-    script:
-        "../scripts/world_pairs.py"
-
-
-rule world_productivity:
-    input:
-        "results/world/eval/vg",
-    output:
-        candidates="results/negatives/crepe_productivity/candidates.parquet",
-        boxes="results/negatives/crepe_productivity/items.parquet",
-        failures="results/negatives/crepe_productivity/failures.parquet",
-        summary=report(
-            "results/negatives/crepe_productivity/summary.parquet",
-            category="Benchmarks",
-            labels={"table": "productivity sizes"},
-        ),
-    log:
-        "logs/negatives/world_productivity.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    params:
-        world=config["world"],
-        settings=config["negatives"]["productivity"],
-        seed=config["negatives"]["seed"],
-    message:
-        "CREPE productivity: random walks, template captions and HN-ATOM/SWAP/NEG"
-    script:
-        "../scripts/world_productivity.py"
-
-
 rule wordnet:
     output:
         "resources/nltk_data/corpora/wordnet/lexnames",
     log:
         "logs/negatives/wordnet.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
         "Installing WordNet 3.0 for NLTK (no root needed)"
     script:
@@ -59,28 +13,30 @@ rule wordnet:
 
 rule systematicity_negatives:
     input:
-        eval_items="results/eval_items/{evalset}.parquet",
+        eval_items=lambda wc: f"results/eval_sets/{eval_set_of(wc.benchmark)}/items.parquet",
         atoms="results/counts/{corpus}/atoms.parquet",
         ngram="results/scorers/{corpus}/ngram.parquet",
-        splits="results/splits/{evalset}/{corpus}.parquet",
+        splits=lambda wc: f"results/splits/{eval_set_of(wc.benchmark)}/{wc.corpus}.parquet",
         wordnet="resources/nltk_data/corpora/wordnet/lexnames",
     output:
-        candidates="results/negatives/crepe_systematicity/{evalset}/{corpus}/candidates.parquet",
+        candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
         failures=report(
-            "results/negatives/crepe_systematicity/{evalset}/{corpus}/failures.parquet",
+            "results/negatives/{benchmark}/{corpus}/failures.parquet",
             category="Benchmarks",
-            labels={"table": "systematicity failures", "corpus": "{corpus}"},
+            labels={"table": "systematicity failures", "benchmark": "{benchmark}/{corpus}"},
         ),
-        regions="results/negatives/crepe_systematicity/{evalset}/{corpus}/regions.parquet",
+        regions="results/negatives/{benchmark}/{corpus}/regions.parquet",
     log:
-        "logs/negatives/systematicity_{evalset}_{corpus}.log",
+        "logs/negatives/{benchmark}_{corpus}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("crepe_systematicity")),
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         settings=config["negatives"]["systematicity"],
         seed=config["negatives"]["seed"],
     message:
-        "CREPE systematicity negatives (HN-ATOM, HN-COMP) for {wildcards.evalset} "
+        "CREPE systematicity negatives (HN-ATOM, HN-COMP) for {wildcards.benchmark} "
         "with {wildcards.corpus}'s vocabulary"
     script:
         "../scripts/systematicity_negatives.py"
@@ -88,32 +44,112 @@ rule systematicity_negatives:
 
 rule export_crepe:
     input:
-        candidates="results/negatives/crepe_systematicity/{evalset}/{corpus}/candidates.parquet",
-        regions="results/negatives/crepe_systematicity/{evalset}/{corpus}/regions.parquet",
-        splits="results/splits/{evalset}/{corpus}.parquet",
+        candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
+        regions="results/negatives/{benchmark}/{corpus}/regions.parquet",
+        splits=lambda wc: f"results/splits/{eval_set_of(wc.benchmark)}/{wc.corpus}.parquet",
     output:
-        summary="results/export/crepe/{evalset}/{corpus}/summary.json",
+        summary="results/export/crepe/{benchmark}/{corpus}/summary.json",
     log:
-        "logs/negatives/export_crepe_{evalset}_{corpus}.log",
+        "logs/negatives/export_crepe_{benchmark}_{corpus}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("crepe_systematicity")),
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
-        "Exporting the systematicity benchmark in CREPE's CSV layout"
+        "Exporting {wildcards.benchmark} ({wildcards.corpus}) in CREPE's CSV layout"
     script:
         "../scripts/export_crepe.py"
 
 
+rule productivity_negatives:
+    input:
+        vg=lambda wc: EVAL_SETS[eval_set_of(wc.benchmark)]["dir"],
+    output:
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
+        failures="results/negatives/{benchmark}/failures.parquet",
+        summary=report(
+            "results/negatives/{benchmark}/summary.parquet",
+            category="Benchmarks",
+            labels={"table": "productivity sizes", "benchmark": "{benchmark}"},
+        ),
+    log:
+        "logs/negatives/{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("crepe_productivity")),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        settings=config["negatives"]["productivity"],
+        seed=config["negatives"]["seed"],
+    message:
+        "CREPE productivity for {wildcards.benchmark}: random walks, template captions, "
+        "HN-ATOM/SWAP/NEG"
+    script:
+        "../scripts/productivity.py"
+
+
 rule export_productivity:
     input:
-        candidates="results/negatives/crepe_productivity/candidates.parquet",
-        boxes="results/negatives/crepe_productivity/items.parquet",
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
     output:
-        "results/export/crepe/productivity/files.json",
+        "results/export/crepe/{benchmark}/files.json",
     log:
-        "logs/negatives/export_productivity.log",
+        "logs/negatives/export_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("crepe_productivity")),
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
-        "Exporting the productivity benchmark in CREPE's CSV layout"
+        "Exporting {wildcards.benchmark} in CREPE's productivity CSV layout"
     script:
         "../scripts/export_productivity.py"
+
+
+rule pairs_negatives:
+    input:
+        eval_items=lambda wc: f"results/eval_sets/{eval_set_of(wc.benchmark)}/items.parquet",
+    output:
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
+        failures=report(
+            "results/negatives/{benchmark}/failures.parquet",
+            category="Benchmarks",
+            labels={"table": "pair failures", "benchmark": "{benchmark}"},
+        ),
+    log:
+        "logs/negatives/{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("pairs")),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        seed=config["negatives"]["seed"],
+    message:
+        "One-change hard negatives (replace/swap attribute, object, relation) for "
+        "{wildcards.benchmark}"
+    script:
+        "../scripts/pairs.py"
+
+
+rule import_benchmark:
+    input:
+        lambda wc: eval_set_inputs(eval_set_of(wc.benchmark)),
+    output:
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
+        rejected="results/negatives/{benchmark}/rejected.parquet",
+    log:
+        "logs/negatives/{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("imported")),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        format=lambda wc: EVAL_SETS[eval_set_of(wc.benchmark)]["format"],
+        source=lambda wc: eval_set_source(eval_set_of(wc.benchmark)),
+    message:
+        "Importing the published benchmark {wildcards.benchmark}"
+    script:
+        "../scripts/import_benchmark.py"

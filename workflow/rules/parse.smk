@@ -8,7 +8,7 @@ rule parse_shard:
     benchmark:
         "benchmarks/parse/{corpus}/{shard}.tsv"
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     threads: config["parse"]["n_process"]
     resources:
         mem_mb=3000,
@@ -23,8 +23,7 @@ rule parse_shard:
 rule parser_quality:
     input:
         factual=lambda wc: factual_csv() or [],
-        world="results/world/eval/truth.parquet",
-        corpora=expand("results/world/corpora/{corpus}", corpus=WORLD_CORPORA),
+        gold=GOLD_GRAPHS,
     output:
         table="results/parser/quality.parquet",
         markdown=report(
@@ -35,12 +34,12 @@ rule parser_quality:
     log:
         "logs/parse/quality.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         parse=config["parse"],
         limit=config["parser_quality"]["limit"],
         with_sng=config["parser_quality"]["with_sng"],
     message:
-        "Parser precision/recall (ours vs SceneGraphParser) on FACTUAL and the world"
+        "Parser precision/recall (ours vs SceneGraphParser) on gold scene graphs"
     script:
         "../scripts/parser_quality.py"

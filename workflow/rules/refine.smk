@@ -1,94 +1,96 @@
-rule score_world_pairs:
+rule score_benchmark:
     input:
-        candidates="results/negatives/world_pairs/candidates.parquet",
+        candidates="results/negatives/{benchmark}/candidates.parquet",
         scorers=lambda wc: trained_scorers(wc.corpus),
     output:
-        "results/scores/world_pairs/{corpus}.parquet",
+        "results/scores/{benchmark}/{corpus}.parquet",
     log:
-        "logs/refine/score_world_pairs_{corpus}.log",
+        "logs/refine/score_{benchmark}_{corpus}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("pairs", "imported")),
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         specs=lambda wc: scorer_specs(
             f"results/scorers/{wc.corpus}", config["scorers"]["use"], config["scorers"]
         ),
         cache="results/cache/scores.parquet",
     message:
-        "Scoring the world's pairs with text-only scorers trained on {wildcards.corpus}"
+        "Scoring {wildcards.benchmark} with text-only scorers trained on {wildcards.corpus}"
     script:
         "../scripts/score_benchmark.py"
 
 
-rule blind_world_pairs:
+rule blind_baselines:
     input:
-        candidates="results/negatives/world_pairs/candidates.parquet",
-        scores="results/scores/world_pairs/{corpus}.parquet",
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        scores="results/scores/{benchmark}/{corpus}.parquet",
     output:
         report(
-            "results/blind/world_pairs/{corpus}.parquet",
+            "results/blind/{benchmark}/{corpus}.parquet",
             category="Blind baselines",
-            labels={"benchmark": "world pairs", "scorers trained on": "{corpus}"},
+            labels={"benchmark": "{benchmark}", "scorers trained on": "{corpus}"},
         ),
     log:
-        "logs/refine/blind_world_pairs_{corpus}.log",
+        "logs/refine/blind_{benchmark}_{corpus}.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     message:
-        "Blind (text-only) baselines on the world's pairs ({wildcards.corpus} scorers)"
+        "Blind (text-only) baselines on {wildcards.benchmark} ({wildcards.corpus} scorers)"
     script:
         "../scripts/blind_baselines.py"
 
 
-rule refine_world_pairs:
+rule refine_benchmark:
     input:
-        candidates="results/negatives/world_pairs/candidates.parquet",
-        scores="results/scores/world_pairs/{corpus}.parquet",
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        scores="results/scores/{benchmark}/{corpus}.parquet",
     output:
-        refine_items="results/refine/world_pairs/{corpus}/items.parquet",
-        refined="results/refine/world_pairs/{corpus}/refined_candidates.parquet",
-        counts="results/refine/world_pairs/{corpus}/counts.parquet",
-        accuracy="results/refine/world_pairs/{corpus}/blind_accuracy.parquet",
+        refine_items="results/refine/{benchmark}/{corpus}/items.parquet",
+        refined="results/refine/{benchmark}/{corpus}/refined_candidates.parquet",
+        counts="results/refine/{benchmark}/{corpus}/counts.parquet",
+        accuracy="results/refine/{benchmark}/{corpus}/blind_accuracy.parquet",
         png=report(
-            "results/figures/refine_world_pairs_{corpus}.png",
+            "results/figures/refine_{benchmark}_{corpus}.png",
             category="Figures",
-            labels={"figure": "refinement gaps", "scorers trained on": "{corpus}"},
+            labels={"figure": "refinement gaps", "benchmark": "{benchmark}/{corpus}"},
         ),
-        pdf="results/figures/refine_world_pairs_{corpus}.pdf",
+        pdf="results/figures/refine_{benchmark}_{corpus}.pdf",
     log:
-        "logs/refine/refine_world_pairs_{corpus}.log",
+        "logs/refine/refine_{benchmark}_{corpus}.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         refine=config["refine"],
         scorers=config["scorers"]["use"][:2],
     message:
-        "Adversarial refinement of the world's pairs ({wildcards.corpus} scorers)"
+        "Adversarial refinement of {wildcards.benchmark} ({wildcards.corpus} scorers)"
     script:
         "../scripts/refine.py"
 
 
-rule priors_world_pairs:
+rule priors:
     input:
-        candidates="results/negatives/world_pairs/candidates.parquet",
-        scores=lambda wc: f"results/scores/world_pairs/{corpus_of_model(wc)}.parquet",
-        predictions="results/metrics/{model}/world_pairs_predictions.parquet",
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        scores=lambda wc: f"results/scores/{wc.benchmark}/{model_corpus(wc.model)}.parquet",
+        predictions="results/metrics/{model}/{benchmark}_predictions.parquet",
     output:
-        table="results/priors/{model}/world_pairs.parquet",
-        heatmap="results/priors/{model}/world_pairs_heatmap.parquet",
+        table="results/priors/{model}/{benchmark}.parquet",
+        heatmap="results/priors/{model}/{benchmark}_heatmap.parquet",
         png=report(
-            "results/figures/priors_{model}_world_pairs.png",
+            "results/figures/priors_{model}_{benchmark}.png",
             category="Figures",
-            labels={"figure": "linguistic priors", "model": "{model}"},
+            labels={"figure": "linguistic priors", "model": "{model}", "benchmark": "{benchmark}"},
         ),
-        pdf="results/figures/priors_{model}_world_pairs.pdf",
+        pdf="results/figures/priors_{model}_{benchmark}.pdf",
     log:
-        "logs/refine/priors_{model}_world_pairs.log",
+        "logs/refine/priors_{model}_{benchmark}.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         priors=config["priors"],
     message:
-        "Hard test accuracy and linguistic gap of {wildcards.model} on the world's pairs"
+        "Hard test accuracy and linguistic gap of {wildcards.model} on {wildcards.benchmark}"
     script:
         "../scripts/priors.py"
 
@@ -108,7 +110,7 @@ rule sugarcrepe_audit:
     benchmark:
         "benchmarks/audit/sugarcrepe.tsv"
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         specs=scorer_specs(
             "results/scorers/sugarcrepe_audit",

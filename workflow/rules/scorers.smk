@@ -10,7 +10,7 @@ rule train_scorer:
     wildcard_constraints:
         scorer="ngram|minilm",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     threads: 1
     params:
         settings=config["scorers"],
@@ -30,7 +30,7 @@ rule train_tiny_gpt2:
     benchmark:
         "benchmarks/scorers/{textset}/tiny_gpt2.tsv"
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     threads: 1
     params:
         settings=config["scorers"],
@@ -48,7 +48,7 @@ rule audit_training_text:
     log:
         "logs/audit/training_text.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         column=config["audit"]["text_column"],
     message:

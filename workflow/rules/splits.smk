@@ -1,24 +1,49 @@
-rule world_eval_items:
+rule eval_items:
     input:
-        "results/world/eval/vg",
+        lambda wc: eval_set_inputs(wc.evalset),
     output:
-        eval_items="results/eval_items/world_vg.parquet",
-        rejected="results/eval_items/world_vg_rejected.parquet",
+        eval_items="results/eval_sets/{evalset}/items.parquet",
+        rejected="results/eval_sets/{evalset}/items_rejected.parquet",
     log:
-        "logs/splits/world_eval_items.log",
+        "logs/eval_sets/{evalset}_items.log",
+    wildcard_constraints:
+        evalset=names_re(
+            n for n, e in EVAL_SETS.items() if e["format"] in ("visual_genome", "coco_captions")
+        ),
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
-        filters=config["eval_items"]["vg_regions"],
+        format=lambda wc: EVAL_SETS[wc.evalset]["format"],
+        source=lambda wc: eval_set_source(wc.evalset),
+        parse=config["parse"],
     message:
-        "Evaluation items from the world's Visual Genome regions (CREPE's filters)"
+        "Evaluation items of {wildcards.evalset} (regions with CREPE's filters, or captions)"
     script:
         "../scripts/eval_items.py"
 
 
+rule image_index:
+    input:
+        references=lambda wc: image_references(wc.evalset),
+        annotations=lambda wc: eval_set_inputs(wc.evalset),
+    output:
+        "results/eval_sets/{evalset}/images.parquet",
+    log:
+        "logs/eval_sets/{evalset}_images.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        format=lambda wc: EVAL_SETS[wc.evalset]["format"],
+        source=lambda wc: eval_set_source(wc.evalset),
+    message:
+        "Finding and checking the image files of {wildcards.evalset}"
+    script:
+        "../scripts/image_index.py"
+
+
 rule assign_splits:
     input:
-        eval_items="results/eval_items/{evalset}.parquet",
+        eval_items="results/eval_sets/{evalset}/items.parquet",
         counts=expand("results/counts/{{corpus}}/{table}.parquet", table=COUNT_TABLES),
     output:
         splits="results/splits/{evalset}/{corpus}.parquet",
@@ -26,34 +51,10 @@ rule assign_splits:
     log:
         "logs/splits/{evalset}_{corpus}.log",
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     params:
         min_count=config["splits"]["min_count"],
     message:
         "CREPE and BindSplit splits of {wildcards.evalset} against {wildcards.corpus}"
     script:
         "../scripts/assign_splits.py"
-
-
-rule check_world_splits:
-    input:
-        eval_items="results/eval_items/{evalset}.parquet",
-        splits="results/splits/{evalset}/{corpus}.parquet",
-        manifest="results/world/manifest.json",
-    output:
-        report(
-            "results/splits/{evalset}/{corpus}_agreement.json",
-            category="Splits",
-            labels={
-                "table": "agreement with the world's hold-outs",
-                "corpus": "{corpus}",
-            },
-        ),
-    log:
-        "logs/splits/{evalset}_{corpus}_agreement.log",
-    conda:
-        "../../envs/vlcomp.yaml"
-    message:
-        "Agreement of the derived splits with the world's known hold-outs ({wildcards.corpus})"
-    script:
-        "../scripts/check_world_splits.py"

@@ -1,23 +1,42 @@
 rule train_model:
     input:
-        corpus=lambda wc: f"results/world/corpora/{config['models'][wc.model]['train']['corpus']}",
+        captions=lambda wc: caption_shards(config["models"][wc.model]["train"]["corpus"]),
+        images=lambda wc: config["corpora"][config["models"][wc.model]["train"]["corpus"]][
+            "images"
+        ],
     output:
         checkpoint="results/models/{model}/checkpoint.pt",
         history="results/models/{model}/history.parquet",
         info="results/models/{model}/info.json",
+        rejected="results/models/{model}/rejected.parquet",
     log:
         "logs/train/{model}.log",
     benchmark:
         "benchmarks/train/{model}.tsv"
     conda:
-        "../../envs/vlcomp.yaml"
+        "../envs/vlcomp.yaml"
     threads: lambda wc: config["models"][wc.model]["train"]["threads"]
     params:
         model=lambda wc: config["models"][wc.model],
-        corpus_format=lambda wc: config["world"]["corpora"][
-            config["models"][wc.model]["train"]["corpus"]
-        ]["format"],
+        images=lambda wc: config["corpora"][config["models"][wc.model]["train"]["corpus"]][
+            "images"
+        ],
     message:
         "Training {wildcards.model} with open_clip's contrastive loss"
     script:
         "../scripts/train_model.py"
+
+
+rule model_available:
+    output:
+        "results/models/{model}/available.json",
+    log:
+        "logs/models/{model}_available.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        model=lambda wc: config["models"][wc.model],
+    message:
+        "Checking that the weights of {wildcards.model} are in the local cache"
+    script:
+        "../scripts/model_available.py"

@@ -4,8 +4,8 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 
 from pathlib import Path
 
-from vlcomp.joblog import job_log
 from vlcomp.counts.counts import merge_counts
+from vlcomp.joblog import job_log
 
 with job_log(snakemake.log[0]) as log:
     merge_counts([Path(p).parent for p in snakemake.input], Path(snakemake.output[0]).parent)

@@ -2,8 +2,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.report.figures_crepe import metrics_markdown
 from vlcomp.joblog import job_log
+from vlcomp.report.figures_crepe import metrics_markdown
 
 with job_log(snakemake.log[0]) as log:
     metrics_markdown(list(snakemake.input), snakemake.output[0])

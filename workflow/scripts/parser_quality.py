@@ -8,7 +8,8 @@ from vlcomp.parse.quality import parser_quality
 with job_log(snakemake.log[0]) as log:
     parser_quality(
         snakemake.input.factual or None,
-        [snakemake.input.world, *(f"{c}/truth.parquet" for c in snakemake.input.corpora)],
+        # a gold entry is a graph table, or a folder holding one as truth.parquet
+        [g if g.endswith(".parquet") else f"{g}/truth.parquet" for g in snakemake.input.gold],
         snakemake.output.table,
         backend=snakemake.params.parse["backend"],
         model=snakemake.params.parse["model"],

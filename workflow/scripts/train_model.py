@@ -2,16 +2,18 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.evaluate.train import train_model_job
 from vlcomp.joblog import job_log
-from vlcomp.evaluate.jobs import train_world_model
 
 with job_log(snakemake.log[0]) as log:
-    train_world_model(
+    train_model_job(
+        model_key=snakemake.wildcards.model,
         model_entry=snakemake.params.model,
-        corpus_dir=snakemake.input.corpus,
-        corpus_format=snakemake.params.corpus_format,
+        caption_shards=list(snakemake.input.captions),
+        images_root=snakemake.params.images,
         checkpoint=snakemake.output.checkpoint,
         history=snakemake.output.history,
         info=snakemake.output.info,
+        rejected_out=snakemake.output.rejected,
         log=log,
     )

@@ -22,10 +22,9 @@ from pathlib import Path
 import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
-from vlcomp.io import read_parquet_metadata, write_parquet
-
 from vlcomp.counts.normalize import NORMALIZATION_VERSION
 from vlcomp.counts.units import graph_units
+from vlcomp.io import read_parquet_metadata, write_parquet
 
 log = logging.getLogger(__name__)
 

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
-
 from vlcomp.counts.normalize import normalize_text, singularize
 
 ATOM_KINDS: tuple[str, ...] = ("object", "attribute", "relation")

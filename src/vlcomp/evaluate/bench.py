@@ -34,9 +34,9 @@ from PIL import Image, ImageDraw
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.evaluate.embed import EmbeddingCache
-from vlcomp.io import write_json
 from vlcomp.evaluate.models import LoadedModel, ModelSpec, load_model
-from vlcomp.evaluate.retrieval_sets import rank_sets, resolve_image, score_candidates
+from vlcomp.evaluate.retrieval_sets import rank_sets, score_candidates
+from vlcomp.io import write_json
 
 Log = Callable[[str], None]
 
@@ -105,7 +105,7 @@ def batch1_loop(
     model, device = loaded.model, next(loaded.model.parameters()).device
     out: dict[tuple[str, str], float] = {}
     for (item_id,), group in candidates.group_by(["item_id"], maintain_order=True):
-        path = resolve_image(images_dir, str(group["image"][0]))
+        path = Path(images_dir) / f"{group['image'][0]}.png"  # make_bench_data's names
         with Image.open(path) as image:
             pixels = loaded.preprocess(image.convert("RGB")).unsqueeze(0).to(device)
         image_vec = model.encode_image(pixels)
@@ -140,12 +140,13 @@ def run_benchmark(
         loaded = load_model(ModelSpec("bench", arch, checkpoint=str(checkpoint)), device=device)
         candidates = make_bench_data(root, n_items, negatives, seed=seed)
         images_dir = root / "images"
+        images = {name: str(images_dir / f"{name}.png") for name in set(candidates["image"])}
         n_texts = candidates.height
 
         # Untimed warm-up of both paths (lazy initialisation in torch and PIL).
         few = candidates.filter(pl.col("item_id").is_in(["0", "1", "2"]))
         batch1_loop(loaded, few, images_dir)
-        score_candidates("bench", loaded, few, images_dir, batch_size=batch_size)
+        score_candidates("bench", loaded, few, images, batch_size=batch_size)
 
         times: dict[str, list[float]] = {"loop": [], "cold": [], "warm": []}
         loop: dict[tuple[str, str], float] = {}
@@ -157,7 +158,7 @@ def run_benchmark(
             for label in ("cold", "warm"):
                 start = time.perf_counter()
                 scored = score_candidates(
-                    "bench", loaded, candidates, images_dir, batch_size=batch_size,
+                    "bench", loaded, candidates, images, batch_size=batch_size,
                     image_cache=EmbeddingCache(root / f"cache{r}", "image"),
                     text_cache=EmbeddingCache(root / f"cache{r}", "text"),
                 )  # fmt: skip

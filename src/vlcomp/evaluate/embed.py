@@ -1,25 +1,169 @@
-"""Batched image and text embedding with a content-hash cache.
+"""Batched image and text embedding with a content-hash cache; the image index; opening a
+model for evaluation.
 
 Embeddings are keyed by (model fingerprint, sha256 of the image bytes or of the UTF-8
 text). The cache is a folder of Parquet shards per model; a rerun, or a text shared by
 several candidate sets, is embedded once.
+
+Images may be crops: an ``ImageRef`` is a file and an optional box (x, y, width, height),
+cut with PIL before preprocessing. A crop's embedding is cached under
+``crop_key(image sha256, box)``; a whole image under the image sha256 alone.
+
+Image files are never guessed from ids: every evaluation looks an eval set's image_id up in
+its image index (``results/eval_sets/{evalset}/images.parquet``, ``IMAGE_INDEX_SCHEMA``).
+Items whose image is not usable (status missing / unreadable, an id the index lacks, or a
+file that fails to decode while embedding) are left out of the metrics and listed in an
+``EXCLUDED_SCHEMA`` table.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
 import torch
 from PIL import Image
+from tqdm import tqdm
 
+from vlcomp.evaluate.models import LoadedModel, ModelSpec, load_model, provenance
 from vlcomp.io import write_parquet
-from vlcomp.evaluate.models import LoadedModel
+
+Log = Callable[[str], None]
+Box = tuple[int, int, int, int]  # x, y, width, height in pixels
 
 EMBEDDING_COLUMNS = ("key", "embedding")
+
+OK, MISSING, UNREADABLE = "ok", "missing", "unreadable"
+IMAGE_INDEX_SCHEMA: dict[str, pl.DataType] = {
+    "image_id": pl.String,
+    "path": pl.String,  # null unless status is ok
+    "status": pl.String,  # ok, missing, unreadable
+    "detail": pl.String,
+}
+EXCLUDED_SCHEMA: dict[str, pl.DataType] = {
+    "part": pl.String,  # the benchmark part the item belongs to (null: none)
+    "item_id": pl.String,
+    "image_id": pl.String,
+    "status": pl.String,  # missing or unreadable
+    "detail": pl.String,
+}
+
+
+# --------------------------------------------------------------------------- opening a model
+
+
+def progress_bar(label: str) -> Callable[[int, int], None]:
+    """A tqdm bar (on stderr, i.e. the job log) updated with (done, total)."""
+    bar: dict[str, tqdm] = {}
+
+    def update(done: int, total: int) -> None:
+        if label not in bar:
+            bar[label] = tqdm(total=total, desc=label, mininterval=2.0)
+        bar[label].n = done
+        bar[label].refresh()
+        if done >= total:
+            bar[label].close()
+
+    return update
+
+
+def open_model(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: Mapping[str, Any],
+    cache_dir: str | Path,
+    log: Log,
+) -> tuple[LoadedModel, EmbeddingCache, EmbeddingCache]:
+    """Load a ``models.<key>`` entry (``checkpoint`` overrides its own) on
+    ``settings["device"]`` with ``settings["threads"]`` torch threads; return it with its
+    image and text embedding caches under ``cache_dir/<fingerprint>``."""
+    torch.set_num_threads(int(settings["threads"]))
+    spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
+    loaded = load_model(spec, device=settings["device"])
+    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
+    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
+    return loaded, EmbeddingCache(cache_root, "image"), EmbeddingCache(cache_root, "text")
+
+
+def model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
+    return provenance(model=model_key, fingerprint=loaded.fingerprint, source=loaded.spec.source)
+
+
+# --------------------------------------------------------------------------- image index
+
+
+@dataclass(frozen=True)
+class ImageStatus:
+    path: str | None
+    status: str
+    detail: str | None
+
+
+def read_image_index(path: str | Path) -> dict[str, ImageStatus]:
+    """image_id -> path, status and detail from an ``IMAGE_INDEX_SCHEMA`` table."""
+    table = pl.read_parquet(path)
+    missing = [c for c in IMAGE_INDEX_SCHEMA if c not in table.columns]
+    if missing:
+        raise ValueError(f"{path}: image index lacks column(s) {missing}")
+    table = table.select([pl.col(c).cast(t) for c, t in IMAGE_INDEX_SCHEMA.items()])
+    if table["image_id"].is_duplicated().any():
+        raise ValueError(f"{path}: duplicate image_id in the image index")
+    bad = table.filter((pl.col("status") == OK) & pl.col("path").is_null())
+    if bad.height:
+        raise ValueError(f"{path}: image {bad['image_id'][0]!r} is ok but has no path")
+    return {
+        image_id: ImageStatus(path if status == OK else None, status, detail)
+        for image_id, path, status, detail in table.iter_rows()
+    }
+
+
+def lookup_images(
+    image_ids: Iterable[str | None], index: Mapping[str, ImageStatus]
+) -> tuple[dict[str, str], dict[str | None, tuple[str, str]]]:
+    """Usable image_id -> path, and the others -> (status, detail). An id the index lacks is
+    ``missing``, as is a null id."""
+    usable: dict[str, str] = {}
+    problems: dict[str | None, tuple[str, str]] = {}
+    for image_id in set(image_ids):
+        entry = index.get(image_id) if image_id is not None else None
+        if image_id is None:
+            problems[None] = (MISSING, "the item has no image")
+        elif entry is None:
+            problems[image_id] = (MISSING, "not in the image index")
+        elif entry.status == OK and entry.path is not None:
+            usable[image_id] = entry.path
+        else:
+            problems[image_id] = (entry.status, entry.detail or "")
+    return usable, problems
+
+
+def excluded_frame(rows: Iterable[tuple[Any, ...]]) -> pl.DataFrame:
+    """``EXCLUDED_SCHEMA`` frame from (part, item_id, image_id, status, detail) tuples."""
+    frame = pl.DataFrame(list(rows), schema=EXCLUDED_SCHEMA, orient="row")
+    return frame.sort("part", "item_id", nulls_last=False)
+
+
+def log_excluded(excluded: pl.DataFrame, total: int, log: Log) -> None:
+    """Say how many of ``total`` items were left out, by status, with an example each."""
+    if not excluded.height:
+        log(f"all {total} items have a usable image")
+        return
+    log(f"excluded {excluded.height} of {total} items whose image is not usable:")
+    for (status,), group in sorted(excluded.group_by(["status"]), key=lambda g: str(g[0])):
+        row = group.row(0, named=True)
+        log(
+            f"  {status}: {group.height} items, {group['image_id'].n_unique()} images "
+            f"(e.g. item {row['item_id']!r}, image {row['image_id']!r}: {row['detail']})"
+        )
+
+
+# --------------------------------------------------------------------------- cache
 
 
 def text_key(text: str) -> str:
@@ -71,21 +215,52 @@ def embedding_frame(keys: list[str], vectors: np.ndarray) -> pl.DataFrame:
     )
 
 
+# --------------------------------------------------------------------------- embedding
+
+
+class UnreadableImageError(Exception):
+    """An image file that cannot be read or decoded."""
+
+
 @torch.no_grad()
 def _encode_batches(
     items: Sequence[object],
     encode: Callable[[Sequence[object]], torch.Tensor],
     batch_size: int,
     progress: Callable[[int, int], None] | None,
+    prepare: Callable[[object], object] | None = None,
+    failed: dict[int, str] | None = None,
 ) -> np.ndarray:
-    chunks = []
+    """Normalised vectors of ``items`` (rows in order). With ``prepare``, each item is first
+    prepared alone; when ``failed`` is given, an item whose preparation raises
+    ``UnreadableImageError`` is recorded there (position -> message) and gets a NaN row."""
+    chunks: list[tuple[list[int], np.ndarray]] = []
     for start in range(0, len(items), batch_size):
-        features = encode(items[start : start + batch_size])
-        features = features / features.norm(dim=-1, keepdim=True)
-        chunks.append(features.float().cpu().numpy())
+        positions = list(range(start, min(start + batch_size, len(items))))
+        batch = [items[i] for i in positions]
+        if prepare is not None:
+            kept, prepared = [], []
+            for i, item in zip(positions, batch, strict=True):
+                try:
+                    prepared.append(prepare(item))
+                    kept.append(i)
+                except UnreadableImageError as error:
+                    if failed is None:
+                        raise
+                    failed[i] = str(error)
+            positions, batch = kept, prepared
+        if batch:
+            features = encode(batch)
+            features = features / features.norm(dim=-1, keepdim=True)
+            chunks.append((positions, features.float().cpu().numpy()))
         if progress:
             progress(min(start + batch_size, len(items)), len(items))
-    return np.concatenate(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
+    if not chunks:
+        return np.zeros((len(items), 0), dtype=np.float32)
+    out = np.full((len(items), chunks[0][1].shape[1]), np.nan, dtype=np.float32)
+    for positions, vectors in chunks:
+        out[positions] = vectors
+    return out
 
 
 def cached_embed(
@@ -95,19 +270,47 @@ def cached_embed(
     cache: EmbeddingCache | None,
     batch_size: int,
     progress: Callable[[int, int], None] | None,
+    prepare: Callable[[object], object] | None = None,
+    failed: dict[str, str] | None = None,
 ) -> tuple[np.ndarray, int]:
-    """Embed the items whose keys the cache lacks; return all vectors and the count computed."""
+    """Embed the items whose keys the cache lacks; return all vectors and the count computed.
+
+    ``prepare`` / ``failed``: see ``_encode_batches``; a failed key is recorded in
+    ``failed`` (key -> message), gets a NaN row and is not cached."""
     unique: dict[str, object] = {}
     for key, item in zip(keys, items, strict=True):
         if (cache is None or key not in cache) and key not in unique:
             unique[key] = item
     new_keys = sorted(unique)
-    vectors = _encode_batches([unique[k] for k in new_keys], encode, batch_size, progress)
+    failed_at: dict[int, str] = {}
+    vectors = _encode_batches(
+        [unique[k] for k in new_keys],
+        encode,
+        batch_size,
+        progress,
+        prepare,
+        failed_at if failed is not None else None,
+    )
+    if failed is not None:
+        failed.update({new_keys[i]: message for i, message in failed_at.items()})
+    good = [i for i in range(len(new_keys)) if i not in failed_at]
+    if cache is not None and good:
+        cache.add([new_keys[i] for i in good], vectors[good])
     fresh = dict(zip(new_keys, vectors, strict=True))
-    if cache is not None:
-        cache.add(new_keys, vectors)
-    out = np.stack([fresh[k] if k in fresh else cache.get(k) for k in keys]) if keys else vectors
-    return out.astype(np.float32), len(new_keys)
+    if not keys:
+        return vectors.astype(np.float32), 0
+    dim = vectors.shape[1] if good else 0  # every new item failed: take it from the cache
+    if not good and cache is not None:
+        dim = next((cache.get(k).shape[0] for k in keys if k not in fresh), 0)
+    out = np.stack(
+        [
+            (fresh[k] if fresh[k].shape[0] == dim else np.full(dim, np.nan, np.float32))
+            if k in fresh
+            else cache.get(k)
+            for k in keys
+        ]
+    )
+    return out.astype(np.float32), len(good)
 
 
 def embed_texts(
@@ -125,6 +328,107 @@ def embed_texts(
     return cached_embed([text_key(t) for t in texts], texts, encode, cache, batch_size, progress)
 
 
+@dataclass(frozen=True)
+class ImageRef:
+    """An image file and an optional region of it."""
+
+    path: str
+    box: Box | None = None
+
+
+def crop_key(image_sha: str, box: Box | None) -> str:
+    """Cache key of an image region: the image's sha256, plus the box when there is one."""
+    if box is None:
+        return image_sha
+    x, y, width, height = box
+    return f"{image_sha}@{x},{y},{width},{height}"
+
+
+def crop(image: Image.Image, box: Box | None) -> Image.Image:
+    """Cut ``box`` (x, y, width, height) out of ``image``, clipped to the image."""
+    if box is None:
+        return image
+    x, y, width, height = box
+    left, top = max(0, x), max(0, y)
+    right, bottom = min(image.width, x + width), min(image.height, y + height)
+    if width <= 0 or height <= 0 or right <= left or bottom <= top:
+        raise ValueError(f"box {box} is empty or outside the {image.width}x{image.height} image")
+    return image.crop((left, top, right, bottom))
+
+
+def open_rgb(path: str | Path) -> Image.Image:
+    """The decoded RGB image; ``UnreadableImageError`` when it cannot be read or decoded."""
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise UnreadableImageError(f"{type(error).__name__}: {error}") from error
+
+
+def embed_image_refs(
+    loaded: LoadedModel,
+    refs: Sequence[ImageRef],
+    batch_size: int = 256,
+    cache: EmbeddingCache | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    failed: dict[ImageRef, str] | None = None,
+) -> tuple[np.ndarray, int]:
+    """Embed images or crops, batched, through the content-hash cache; return vectors and the
+    number computed (the rest came from the cache or from duplicates).
+
+    Without ``failed`` an unreadable file raises ``UnreadableImageError``; with it, each
+    unreadable ref is recorded there (ref -> message) and gets a NaN row."""
+    device = next(loaded.model.parameters()).device
+    shas: dict[str, str | None] = {}
+    unreadable_files: dict[str, str] = {}
+    for ref in refs:
+        if ref.path in shas:
+            continue
+        try:
+            shas[ref.path] = image_key(ref.path)
+        except OSError as error:
+            if failed is None:
+                raise UnreadableImageError(f"{ref.path}: {error}") from error
+            shas[ref.path] = None
+            unreadable_files[ref.path] = f"{type(error).__name__}: {error}"
+
+    def prepare(ref: object) -> torch.Tensor:
+        assert isinstance(ref, ImageRef)
+        return loaded.preprocess(crop(open_rgb(ref.path), ref.box))
+
+    def encode(batch: Sequence[object]) -> torch.Tensor:
+        return loaded.model.encode_image(torch.stack(list(batch)).to(device))
+
+    readable = [ref for ref in refs if shas[ref.path] is not None]
+    keys = [crop_key(shas[ref.path], ref.box) for ref in readable]
+    failed_keys: dict[str, str] = {}
+    vectors, computed = cached_embed(
+        keys,
+        readable,
+        encode,
+        cache,
+        batch_size,
+        progress,
+        prepare,
+        failed_keys if failed is not None else None,
+    )
+    if failed is None:
+        return vectors, computed
+    key_of = dict(zip(readable, keys, strict=True))
+    dim = vectors.shape[1] if vectors.ndim == 2 else 0
+    out = np.full((len(refs), dim), np.nan, dtype=np.float32)
+    row = 0
+    for i, ref in enumerate(refs):
+        if shas[ref.path] is None:
+            failed[ref] = unreadable_files[ref.path]
+            continue
+        out[i] = vectors[row]
+        row += 1
+        if key_of[ref] in failed_keys:
+            failed[ref] = failed_keys[key_of[ref]]
+    return out, computed
+
+
 def embed_images(
     loaded: LoadedModel,
     paths: Sequence[str],
@@ -132,14 +436,5 @@ def embed_images(
     cache: EmbeddingCache | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, int]:
-    device = next(loaded.model.parameters()).device
-
-    def encode(batch: Sequence[object]) -> torch.Tensor:
-        tensors = []
-        for path in batch:
-            with Image.open(str(path)) as image:
-                tensors.append(loaded.preprocess(image.convert("RGB")))
-        return loaded.model.encode_image(torch.stack(tensors).to(device))
-
-    keys = [image_key(p) for p in paths]
-    return cached_embed(keys, list(paths), encode, cache, batch_size, progress)
+    """Whole images (same cache keys as ``embed_image_refs`` without a box)."""
+    return embed_image_refs(loaded, [ImageRef(str(p)) for p in paths], batch_size, cache, progress)

@@ -5,196 +5,39 @@ They are plain functions so that every stage can also run without Snakemake.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import polars as pl
-import torch
-from tqdm import tqdm
 
-from vlcomp import __version__
-from vlcomp.corpora import corpus_file, read_corpus
-from vlcomp.evaluate.embed import EmbeddingCache, embed_images, embed_texts, text_key
-from vlcomp.io import read_parquet_metadata, write_json, write_parquet, write_with
-from vlcomp.evaluate.metrics import pair_accuracy_table, retrieval_table
-from vlcomp.evaluate.models import LoadedModel, ModelSpec, file_sha256, library_versions, load_model
-from vlcomp.evaluate.train import TrainSettings, save_checkpoint, train_clip
+from vlcomp.evaluate.embed import (
+    UNREADABLE,
+    ImageRef,
+    embed_image_refs,
+    embed_texts,
+    excluded_frame,
+    log_excluded,
+    lookup_images,
+    model_metadata,
+    open_model,
+    progress_bar,
+    read_image_index,
+)
+from vlcomp.evaluate.metrics import EvalSettings, retrieval_table
+from vlcomp.evaluate.models import provenance
+from vlcomp.evaluate.retrieval_sets import (
+    SET_PREDICTIONS_SCHEMA,
+    attach_splits,
+    log_summary,
+    rank_sets,
+    score_candidates,
+    set_metric_table,
+    split_keys,
+)
+from vlcomp.io import write_parquet, write_with
 
 Log = Callable[[str], None]
-
-HELD_IN = "held_in"
-HELD_OUT = "held_out"
-
-
-def provenance(**extra: str) -> dict[str, str]:
-    """Key-value metadata written into every Parquet file a model stage produces."""
-    return {"vlcomp": __version__, **library_versions(), **extra}
-
-
-def train_world_model(
-    model_entry: dict[str, Any],
-    corpus_dir: str,
-    corpus_format: str,
-    checkpoint: str,
-    history: str,
-    info: str,
-    log: Log = print,
-) -> None:
-    pairs = read_corpus(corpus_file(corpus_dir, corpus_format), corpus_format)
-    settings = TrainSettings.from_config(model_entry["train"])
-    log(f"training {model_entry['open_clip']} on {pairs.height} pairs from {corpus_dir}")
-    state, losses = train_clip(model_entry["open_clip"], pairs, settings, log)
-    save_checkpoint(state, checkpoint)
-    write_parquet(losses, history, metadata=provenance(arch=model_entry["open_clip"]))
-    write_json(
-        {
-            "arch": model_entry["open_clip"],
-            "train": model_entry["train"],
-            "n_pairs": pairs.height,
-            "final_loss": losses["mean_loss"][-1],
-            "checkpoint_sha256": file_sha256(checkpoint),
-            "versions": provenance(),
-        },
-        info,
-    )
-
-
-def progress_bar(label: str) -> Callable[[int, int], None]:
-    bar: dict[str, tqdm] = {}
-
-    def update(done: int, total: int) -> None:
-        if label not in bar:
-            bar[label] = tqdm(total=total, desc=label, mininterval=2.0)
-        bar[label].n = done
-        bar[label].refresh()
-        if done >= total:
-            bar[label].close()
-
-    return update
-
-
-def open_model(
-    model_key: str,
-    model_entry: dict[str, Any],
-    checkpoint: str | None,
-    settings: dict[str, Any],
-    cache_dir: str,
-    log: Log,
-) -> tuple[LoadedModel, EmbeddingCache, EmbeddingCache]:
-    torch.set_num_threads(settings["threads"])
-    spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
-    loaded = load_model(spec, device=settings["device"])
-    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
-    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
-    return loaded, EmbeddingCache(cache_root, "image"), EmbeddingCache(cache_root, "text")
-
-
-def model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
-    return provenance(model=model_key, fingerprint=loaded.fingerprint, source=loaded.spec.source)
-
-
-def embed_eval_set(
-    model_key: str,
-    model_entry: dict[str, Any],
-    checkpoint: str | None,
-    settings: dict[str, Any],
-    images_dir: str,
-    truth: str,
-    cache_dir: str,
-    images_out: str,
-    texts_out: str,
-    log: Log = print,
-) -> None:
-    """Embed every evaluation image and caption; reuse cached embeddings by content hash."""
-    loaded, image_cache, text_cache = open_model(
-        model_key, model_entry, checkpoint, settings, cache_dir, log
-    )
-    captions = pl.read_parquet(truth, columns=["caption_id", "image_id", "text"]).sort("caption_id")
-    image_ids = sorted(set(captions["image_id"].to_list()))
-    paths = [str(Path(images_dir) / f"{image_id}.png") for image_id in image_ids]
-    image_vectors, new_images = embed_images(
-        loaded, paths, settings["batch_size"], image_cache, progress_bar("images")
-    )
-    text_vectors, new_texts = embed_texts(
-        loaded,
-        captions["text"].to_list(),
-        settings["batch_size"],
-        text_cache,
-        progress_bar("texts"),
-    )
-    log(
-        f"embedded {new_images}/{len(paths)} images and {new_texts}/{captions.height} texts "
-        "(the rest came from the cache)"
-    )
-    meta = model_metadata(model_key, loaded)
-    dim = image_vectors.shape[1]
-    write_parquet(
-        pl.DataFrame(
-            {"image_id": image_ids, "embedding": image_vectors},
-            schema={"image_id": pl.Int64, "embedding": pl.Array(pl.Float32, dim)},
-        ),
-        images_out,
-        metadata=meta,
-    )
-    write_parquet(
-        captions.with_columns(
-            pl.Series("embedding", text_vectors, dtype=pl.Array(pl.Float32, dim))
-        ).drop("text"),
-        texts_out,
-        metadata=meta,
-    )
-
-
-def holdout_split(
-    holdout: str, images: str | None, corpus: str | None, image_ids: pl.Series | None = None
-) -> dict[int, str]:
-    """held_in / held_out per evaluation image for a model trained on ``corpus``.
-
-    The images are those of the ``images`` embedding table, or ``image_ids``.
-    """
-    if corpus is None:
-        return {}
-    table = pl.read_parquet(holdout)
-    if image_ids is None:
-        image_ids = pl.read_parquet(images, columns=["image_id"])["image_id"]
-    image_ids = image_ids.unique().sort().to_list()
-    held_out = set(table.filter(pl.col("corpus") == corpus)["image_id"].to_list())
-    return {int(i): HELD_OUT if i in held_out else HELD_IN for i in image_ids}
-
-
-def world_retrieval(
-    model_key: str,
-    images: str,
-    texts: str,
-    holdout: str,
-    training_corpus: str | None,
-    ks: Sequence[int],
-    metrics_out: str,
-    ranks_out: str,
-    log: Log = print,
-) -> None:
-    image_table = pl.read_parquet(images)
-    text_table = pl.read_parquet(texts)
-    split = holdout_split(holdout, images, training_corpus)
-    table, ranks = retrieval_table(
-        model=model_key,
-        benchmark="world_eval_retrieval",
-        image_ids=image_table["image_id"].to_numpy(),
-        image_emb=image_table["embedding"].to_numpy().astype(np.float32),
-        text_ids=text_table["caption_id"].to_numpy(),
-        text_image_ids=text_table["image_id"].to_numpy(),
-        text_emb=text_table["embedding"].to_numpy().astype(np.float32),
-        image_split=split,
-        ks=ks,
-    )
-    meta = read_parquet_metadata(images)
-    write_parquet(table, metrics_out, metadata=meta)
-    write_parquet(ranks, ranks_out, metadata=meta)
-    for row in table.filter(pl.col("metric").str.ends_with("R@1")).iter_rows(named=True):
-        name, value = f"{row['model']} {row['split']} {row['metric']}", row["value"]
-        log(f"{name}: {value:.3f} (n={row['n']})")
 
 
 def collect_metrics(tables: Sequence[str], parquet_out: str, csv_out: str) -> None:
@@ -204,104 +47,197 @@ def collect_metrics(tables: Sequence[str], parquet_out: str, csv_out: str) -> No
     write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))
 
 
-def evaluate_pairs(
+def evaluate_benchmark_job(
     model_key: str,
     model_entry: dict[str, Any],
     checkpoint: str | None,
     settings: dict[str, Any],
-    candidates: str,
-    images_dir: str,
-    holdout: str,
-    training_corpus: str | None,
+    parts: Sequence[Mapping[str, Any]],
+    image_index: str,
     cache_dir: str,
     predictions_out: str,
     metrics_out: str,
+    excluded_out: str,
     log: Log = print,
 ) -> None:
-    """Image-conditioned choice between each item's positive and its negative(s)."""
+    """Job: score one model on one benchmark of retrieval sets (CREPE sets, imported
+    benchmarks, pairs: a pair is a set of two) and write per-set predictions
+    (``SET_PREDICTIONS_SCHEMA``), the metric table (``METRIC_SCHEMA``) and the items left out
+    (``EXCLUDED_SCHEMA``).
+
+    ``parts``: the benchmark's candidate sets, each {"candidates": path, "boxes": path or
+    None, "splits": path or None, "split_column": str, "label": str or None}, e.g. one part
+    per training corpus of a systematicity benchmark (label: the corpus; splits: that
+    corpus's table). Predictions and metrics of all parts are stacked, with ``part`` = label.
+    Each candidate's ``image`` is looked up in ``image_index``; items whose image is not
+    usable (or fails to decode) are excluded and logged. ``settings``: device, threads,
+    batch_size and the ``EvalSettings.from_config`` keys (set_recall_at or recall_at,
+    bootstrap_resamples, bootstrap_seed)."""
+    eval_settings = EvalSettings.from_config(settings)
+    index = read_image_index(image_index)
+    excluded: list[tuple[Any, ...]] = []
+    usable_parts = []
+    total = 0
+    for part in parts:
+        label = part.get("label")
+        candidates = pl.read_parquet(part["candidates"])
+        items = candidates.select("item_id", "image").unique(maintain_order=True)
+        total += items.height
+        usable, problems = lookup_images(items["image"].to_list(), index)
+        has_file = pl.col("image").is_in(sorted(usable)).fill_null(False)
+        for item_id, image in items.filter(~has_file).iter_rows():
+            excluded.append((label, item_id, image, *problems[image]))
+        usable_parts.append((part, label, candidates.filter(has_file), usable))
+    _stop_if_nothing_left(excluded, total, image_index, log)
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
-    table = pl.read_parquet(candidates)
-    image_names = sorted(set(table["image"].to_list()), key=lambda name: (len(name), name))
-    image_vectors, new_images = embed_images(
+    predictions = []
+    for part, label, candidates, usable in usable_parts:
+        if not candidates.height:
+            continue
+        boxes = pl.read_parquet(part["boxes"]) if part.get("boxes") else None
+        splits = pl.read_parquet(part["splits"]) if part.get("splits") else None
+        unreadable: dict[str, str] = {}
+        scored = score_candidates(
+            model_key,
+            loaded,
+            candidates,
+            usable,
+            boxes=boxes,
+            batch_size=int(settings["batch_size"]),
+            image_cache=image_cache,
+            text_cache=text_cache,
+            progress=progress_bar,
+            log=log,
+            unreadable=unreadable,
+        )
+        bad = candidates.filter(pl.col("image").is_in(sorted(unreadable)))
+        for item_id, image in bad.select("item_id", "image").unique().iter_rows():
+            excluded.append((label, item_id, image, UNREADABLE, unreadable[image]))
+        if scored.height:
+            ranked = attach_splits(
+                rank_sets(scored), splits, part.get("split_column", "split"), split_keys(boxes)
+            )
+            predictions.append(ranked.with_columns(part=pl.lit(label, pl.String)))
+    _stop_if_nothing_left(excluded, total, image_index, log)
+    stacked = pl.concat(predictions) if predictions else pl.DataFrame(schema=SET_PREDICTIONS_SCHEMA)
+    metrics = set_metric_table(stacked, eval_settings)
+    meta = {
+        **model_metadata(model_key, loaded),
+        **eval_settings.metadata(),
+        "parts": ",".join(str(p.get("label")) for p in parts),
+        "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
+    }
+    excluded_table = excluded_frame(excluded)
+    write_parquet(stacked, predictions_out, metadata=meta)
+    write_parquet(metrics, metrics_out, metadata=meta)
+    write_parquet(excluded_table, excluded_out, metadata=meta)
+    log_excluded(excluded_table, total, log)
+    log_summary(metrics, log)
+
+
+def retrieval_job(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    eval_items: str,
+    image_index: str,
+    cache_dir: str,
+    ranks_out: str,
+    metrics_out: str,
+    excluded_out: str,
+    log: Log = print,
+    benchmark: str | None = None,
+) -> None:
+    """Job: image<->text retrieval over an eval set whose items are captions of whole images
+    (item_id, image_id, text; e.g. COCO captions): every image ranks every caption and every
+    caption every image; Recall@K (``settings["recall_at"]``) both directions with bootstrap
+    intervals, split "all" (``metrics.retrieval_table``), and the per-query ranks
+    (``RANKS_SCHEMA``). Images are looked up in ``image_index``; captions of images that are
+    not usable (or fail to decode) are excluded and logged, and those images leave the
+    gallery. ``benchmark`` defaults to the eval set folder's name + "_retrieval"."""
+    eval_settings = EvalSettings.from_config(settings, ks_key="recall_at")
+    benchmark = benchmark or f"{Path(eval_items).parent.name}_retrieval"
+    items = pl.read_parquet(eval_items)
+    missing = [c for c in ("item_id", "image_id", "text") if c not in items.columns]
+    if missing:
+        raise ValueError(f"{eval_items}: missing column(s) {missing}")
+    items = items.with_columns(pl.col("item_id", "image_id").cast(pl.String)).sort("item_id")
+    total = items.height
+    if "x" in items.columns and items["x"].null_count() < items.height:
+        log(f"{items['x'].is_not_null().sum()} items have a region box; whole images are used")
+    usable, problems = lookup_images(items["image_id"].to_list(), read_image_index(image_index))
+    has_file = pl.col("image_id").is_in(sorted(usable)).fill_null(False)
+    excluded: list[tuple[Any, ...]] = [
+        (None, item_id, image, *problems[image])
+        for item_id, image in items.filter(~has_file).select("item_id", "image_id").iter_rows()
+    ]
+    _stop_if_nothing_left(excluded, total, image_index, log)
+    items = items.filter(has_file)
+    loaded, image_cache, text_cache = open_model(
+        model_key, model_entry, checkpoint, settings, cache_dir, log
+    )
+    image_ids = sorted(set(items["image_id"].to_list()))
+    failed: dict[ImageRef, str] = {}
+    image_vectors, new_images = embed_image_refs(
         loaded,
-        [str(Path(images_dir) / f"{name}.png") for name in image_names],
-        settings["batch_size"],
+        [ImageRef(usable[i]) for i in image_ids],
+        int(settings["batch_size"]),
         image_cache,
         progress_bar("images"),
+        failed,
     )
+    unreadable = {
+        i: failed[ImageRef(usable[i])] for i in image_ids if ImageRef(usable[i]) in failed
+    }
+    if unreadable:
+        bad = items.filter(pl.col("image_id").is_in(sorted(unreadable)))
+        for item_id, image in bad.select("item_id", "image_id").iter_rows():
+            excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
+        _stop_if_nothing_left(excluded, total, image_index, log)
+        keep = [k for k, i in enumerate(image_ids) if i not in unreadable]
+        image_ids, image_vectors = [image_ids[k] for k in keep], image_vectors[keep]
+        items = items.filter(~pl.col("image_id").is_in(sorted(unreadable)))
     text_vectors, new_texts = embed_texts(
-        loaded, table["text"].to_list(), settings["batch_size"], text_cache, progress_bar("texts")
-    )
+        loaded, items["text"].to_list(), int(settings["batch_size"]), text_cache,
+        progress_bar("texts"),
+    )  # fmt: skip
     log(
-        f"embedded {new_images}/{len(image_names)} images and {new_texts}/{table.height} texts "
+        f"embedded {new_images}/{len(image_ids)} images and {new_texts}/{items.height} texts "
         "(the rest came from the cache)"
     )
-    image_row = {name: i for i, name in enumerate(image_names)}
-    similarity = np.einsum(
-        "ij,ij->i",
+    table, ranks = retrieval_table(
+        model_key,
+        benchmark,
+        image_ids,
+        image_vectors,
+        items["item_id"].to_list(),
+        items["image_id"].to_list(),
         text_vectors,
-        image_vectors[[image_row[name] for name in table["image"].to_list()]],
+        settings=eval_settings,
     )
-    scored = table.with_columns(
-        similarity=pl.Series(similarity.astype(np.float64)),
-        text_key=pl.Series([text_key(t) for t in table["text"].to_list()]),
-    )
-    split = holdout_split(holdout, None, training_corpus, image_ids=table["image"].cast(pl.Int64))
-    predictions = item_predictions(model_key, scored, split)
-    meta = model_metadata(model_key, loaded)
-    write_parquet(predictions, predictions_out, metadata=meta)
-    benchmark = table["benchmark"][0] if table.height else "empty"
-    metrics = pair_accuracy_table(model_key, benchmark, predictions)
-    write_parquet(metrics, metrics_out, metadata=meta)
-    for row in metrics.filter(pl.col("model") == model_key).iter_rows(named=True):
-        if row["split"] == "all":
-            log(f"{row['family']} {row['metric']}: {row['value']:.3f} (n={row['n']})")
+    meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
+    excluded_table = excluded_frame(excluded)
+    write_parquet(ranks, ranks_out, metadata=meta)
+    write_parquet(table, metrics_out, metadata=meta)
+    write_parquet(excluded_table, excluded_out, metadata=meta)
+    log_excluded(excluded_table, total, log)
+    log_summary(table, log)
 
 
-def item_predictions(model: str, scored: pl.DataFrame, split: dict[int, str]) -> pl.DataFrame:
-    """One row per item: best negative vs positive similarity; a tie counts as wrong."""
-    positives = scored.filter(pl.col("is_positive")).select(
-        "benchmark", "item_id", "image", "family", "target",
-        pos_score=pl.col("similarity"), pos_text_key=pl.col("text_key"),
-    )  # fmt: skip
-    negatives = (
-        scored.filter(~pl.col("is_positive"))
-        .sort("item_id", "similarity", "text_key", descending=[False, True, False])
-        .group_by("item_id", maintain_order=True)
-        .agg(
-            neg_score=pl.col("similarity").first(),
-            neg_text_key=pl.col("text_key").first(),
-            n_negatives=pl.len(),
+def _stop_if_nothing_left(
+    excluded: Sequence[tuple[Any, ...]], total: int, image_index: str, log: Log
+) -> None:
+    """Raise (before or after embedding, never within a batch) when every item is excluded."""
+    if total and len(excluded) >= total:
+        table = excluded_frame(excluded)
+        log_excluded(table, total, log)
+        raise ValueError(
+            f"none of the {total} items has a usable image in {image_index} "
+            f"(statuses: {dict(table['status'].value_counts().iter_rows())})"
         )
-    )
-    return (
-        positives.join(negatives, on="item_id", how="inner")
-        .with_columns(
-            model=pl.lit(model),
-            family=pl.concat_str("family", "target", separator="_"),
-            split=pl.col("image").map_elements(
-                lambda name: split.get(int(name), "all"), return_dtype=pl.String
-            ),
-            correct=pl.col("pos_score") > pl.col("neg_score"),
-        )
-        .select(
-            "model",
-            "benchmark",
-            "item_id",
-            "image",
-            "family",
-            "split",
-            "pos_score",
-            "neg_score",
-            "correct",
-            "n_negatives",
-            "pos_text_key",
-            "neg_text_key",
-        )  # fmt: skip
-        .sort("item_id")
-    )
 
 
 def score_benchmark(
@@ -318,32 +254,3 @@ def score_benchmark(
     meta = {f"scorer.{short}": scorer.name for short, scorer in scorers.items()}
     write_parquet(scores, scores_out, metadata=meta)
     log(f"scored {scores.height} (scorer, text) pairs with {', '.join(scorers)}")
-
-
-def world_productivity(
-    world_cfg: dict[str, Any],
-    vg_dir: str,
-    settings: dict[str, Any],
-    seed: int,
-    candidates_out: str,
-    items_out: str,
-    failures_out: str,
-    summary_out: str,
-    log: Log = print,
-) -> None:
-    """CREPE productivity on the world: foils from the world's vocabulary, kinds kept apart."""
-    from vlcomp.negatives.productivity import productivity_benchmark
-    from vlcomp.negatives.productivity_negatives import world_attribute_kinds, world_foils
-
-    summary = productivity_benchmark(
-        Path(vg_dir),
-        Path(candidates_out),
-        Path(items_out),
-        Path(failures_out),
-        {"attribute_kinds": world_attribute_kinds(world_cfg), **settings},
-        seed,
-        world_foils(world_cfg),
-        out_summary=Path(summary_out),
-    )
-    for row in summary.iter_rows(named=True):
-        log(str(row))

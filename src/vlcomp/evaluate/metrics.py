@@ -1,31 +1,64 @@
-"""Retrieval metrics from embedding tables.
+"""Ranking metrics, the metric table every benchmark writes, and bootstrap intervals.
 
 Tie policy: a tie counts as wrong. The rank of a correct item is the number of *other*
 candidates whose similarity is greater than **or equal to** its own, so a model that gives
 every candidate the same score gets no credit (unlike an unstable argsort, which would give
 it arbitrary credit).
+
+Every evaluation (retrieval sets, pairs, which are retrieval sets of two, and image<->text
+retrieval) writes ``METRIC_SCHEMA`` rows: one value per model, benchmark, part, split,
+negative type (``family``) and complexity, with the number of items ``n`` and a percentile
+bootstrap interval over items, plus rows for model ``"chance"`` (the expectation under a
+random ranking). The resampling of a cell is seeded from (seed, benchmark, [part,] split,
+family, complexity), so every model and the chance rows of one cell are resampled with the
+same items (paired), and the same config gives the same bytes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from math import comb
+from typing import Any
 
 import numpy as np
 import polars as pl
 
 TIE_POLICY = "tie_counts_as_wrong"
+ALL = "all"
+CHANCE = "chance"
 
-METRIC_SCHEMA = {
+METRIC_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String,  # "chance": expectation under a random ranking
+    "benchmark": pl.String,
+    "part": pl.String,  # a labelled part of the benchmark (e.g. a training corpus); null: none
+    "split": pl.String,  # "all" = every item
+    "family": pl.String,  # negative type, e.g. "swap_att"; "all" where not applicable
+    "metric": pl.String,  # e.g. accuracy, accuracy_micro, R@1, R@1_macro, i2t_R@5
+    "value": pl.Float64,
+    "n": pl.Int64,  # items (queries) behind the value
+    "tie_policy": pl.String,
+    "complexity": pl.Int64,  # null: every complexity (and every row of benchmarks without one)
+    "ci_low": pl.Float64,  # percentile bootstrap interval over items; null with 0 resamples
+    "ci_high": pl.Float64,
+}
+
+# Per-query ranks of image<->text retrieval (``retrieval_ranks``).
+RANKS_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,
     "benchmark": pl.String,
-    "split": pl.String,
-    "family": pl.String,  # negative type, e.g. "swap_att"; "all" where not applicable
-    "metric": pl.String,
-    "value": pl.Float64,
-    "n": pl.Int64,
-    "tie_policy": pl.String,
+    "direction": pl.String,  # i2t: an image queries the captions; t2i: a caption the images
+    "query_id": pl.String,  # image_id (i2t) or caption item_id (t2i)
+    "image_id": pl.String,  # the query's image (i2t) or the caption's image (t2i)
+    "split": pl.String,  # null: no split (only "all" is reported)
+    "rank": pl.Int64,  # 0 = best; ties count against the correct item
+    "n_candidates": pl.Int64,  # gallery size
+    "n_positives": pl.Int64,  # correct candidates in the gallery
 }
+
+
+# --------------------------------------------------------------------------- ranks
 
 
 def pessimistic_rank(scores: np.ndarray, positive: np.ndarray) -> np.ndarray:
@@ -56,122 +89,272 @@ def chance_image_to_text(n_texts: int, n_correct: int, k: int) -> float:
     return 1.0 - comb(n_texts - n_correct, k) / comb(n_texts, k)
 
 
+def chance_recall(n_candidates: np.ndarray, n_positives: np.ndarray, k: int) -> np.ndarray:
+    """Per query: probability that a positive lands in a random top K."""
+    return np.array(
+        [
+            chance_image_to_text(int(m), int(p), k)
+            for m, p in zip(n_candidates, n_positives, strict=True)
+        ],
+        dtype=np.float64,
+    )
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    ks: tuple[int, ...] = (1, 3, 5)
+    resamples: int = 1000
+    seed: int = 0
+    level: float = 0.95
+
+    @staticmethod
+    def from_config(entry: Mapping[str, Any], ks_key: str = "set_recall_at") -> EvalSettings:
+        """Keys (all optional): ``ks_key`` (else recall_at), bootstrap_resamples,
+        bootstrap_seed, ci_level."""
+        ks = entry.get(ks_key, entry.get("recall_at", (1, 3, 5)))
+        settings = EvalSettings(
+            ks=tuple(int(k) for k in ks),
+            resamples=int(entry.get("bootstrap_resamples", 1000)),
+            seed=int(entry.get("bootstrap_seed", 0)),
+            level=float(entry.get("ci_level", 0.95)),
+        )
+        if not settings.ks or min(settings.ks) < 1:
+            raise ValueError(f"recall_at must list K >= 1, got {settings.ks}")
+        if settings.resamples < 0 or not 0 < settings.level < 1:
+            raise ValueError("bootstrap_resamples must be >= 0 and ci_level in (0, 1)")
+        return settings
+
+    def metadata(self) -> dict[str, str]:
+        return {
+            "tie_policy": TIE_POLICY,
+            "ci": f"percentile bootstrap over items, level {self.level}",
+            "bootstrap_resamples": str(self.resamples),
+            "bootstrap_seed": str(self.seed),
+        }
+
+
+def cell_rng(seed: int, *key: object) -> np.random.Generator:
+    """A generator seeded by ``seed`` and a stable hash of ``key`` (never Python's hash)."""
+    digest = hashlib.sha256("\x1f".join(str(k) for k in key).encode()).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+
+
+def bootstrap_means(
+    strata: Sequence[np.ndarray], resamples: int, rng: np.random.Generator
+) -> np.ndarray:
+    """Resampled statistic, shape (resamples, q): each stratum (n_i, q) is resampled with
+    replacement on its own, and the statistic is the mean over strata of the column means
+    (one stratum: the plain mean)."""
+    q = strata[0].shape[1]
+    total = np.zeros((resamples, q))
+    for values in strata:
+        n = values.shape[0]
+        chunk = max(1, 2_000_000 // max(1, n))
+        for start in range(0, resamples, chunk):
+            stop = min(resamples, start + chunk)
+            idx = rng.integers(0, n, size=(stop - start, n))
+            total[start:stop] += values[idx].mean(axis=1)
+    return total / len(strata)
+
+
+def percentile_interval(
+    strata: Sequence[np.ndarray], resamples: int, level: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper percentile bounds per column; NaN without resamples."""
+    q = strata[0].shape[1]
+    if resamples == 0:
+        return np.full(q, np.nan), np.full(q, np.nan)
+    if all((part == part[0]).all() for part in strata):  # constant: every resample agrees
+        point = np.mean([part[0] for part in strata], axis=0)
+        return point, point.copy()
+    draws = bootstrap_means(strata, resamples, rng)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=0)
+    return low, high
+
+
+def metric_rows(
+    model: str,
+    benchmark: str,
+    part: str | None,
+    split: str,
+    family: str,
+    complexity: int | None,
+    names: Sequence[str],
+    values: np.ndarray,
+    chance: np.ndarray,
+    strata: Sequence[np.ndarray],
+    settings: EvalSettings,
+    suffix: str = "",
+) -> list[tuple]:
+    """``METRIC_SCHEMA`` rows of one cell, for the model and for chance.
+
+    ``values`` / ``chance``: per-item values (items, len(names)); ``strata``: boolean masks
+    over the items; the point value is the mean over strata of the per-stratum means (one
+    stratum: micro; one per negative type: macro), and the interval resamples each stratum.
+    """
+    n = int(sum(int(s.sum()) for s in strata))
+    key = (benchmark, split, family + suffix, complexity)
+    if part is not None:
+        key = (benchmark, part, split, family + suffix, complexity)
+    out = []
+    for who, matrix in ((model, values), (CHANCE, chance)):
+        parts = [matrix[s] for s in strata]
+        point = np.mean([p.mean(axis=0) for p in parts], axis=0)
+        low, high = percentile_interval(
+            parts, settings.resamples, settings.level, cell_rng(settings.seed, *key)
+        )
+        for j, name in enumerate(names):
+            out.append(
+                (who, benchmark, part, split, family, name + suffix, float(point[j]), n,
+                 TIE_POLICY, complexity, float(low[j]), float(high[j]))
+            )  # fmt: skip
+    return out
+
+
+def metric_frame(rows: Sequence[tuple]) -> pl.DataFrame:
+    """``METRIC_SCHEMA`` frame from ``metric_rows`` tuples (NaN bounds become null)."""
+    table = pl.DataFrame(list(rows), schema=METRIC_SCHEMA, orient="row")
+    return table.with_columns(pl.col("ci_low", "ci_high").fill_nan(None)).unique(
+        maintain_order=True
+    )
+
+
+def split_order(splits: Sequence[str | None]) -> list[str]:
+    """ "all" first, then every other split name, sorted; null splits only count in "all"."""
+    return [ALL, *sorted({s for s in splits if s is not None} - {ALL})]
+
+
+# --------------------------------------------------------------------------- retrieval
+
+
+def _ranks_in_blocks(
+    queries: np.ndarray,
+    query_keys: np.ndarray,
+    gallery: np.ndarray,
+    gallery_keys: np.ndarray,
+    block: int = 1024,
+) -> np.ndarray:
+    """Pessimistic rank of each query against the whole gallery (correct: same key), a block
+    of queries at a time so that the similarity matrix is never held whole."""
+    ranks = np.zeros(len(queries), dtype=np.int64)
+    for start in range(0, len(queries), block):
+        stop = start + block
+        scores = queries[start:stop] @ gallery.T
+        positive = query_keys[start:stop, None] == gallery_keys[None, :]
+        ranks[start:stop] = pessimistic_rank(scores, positive)
+    return ranks
+
+
+def retrieval_ranks(
+    model: str,
+    benchmark: str,
+    image_ids: Sequence[str],
+    image_emb: np.ndarray,
+    text_ids: Sequence[str],
+    text_image_ids: Sequence[str],
+    text_emb: np.ndarray,
+    image_split: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """``RANKS_SCHEMA``: every image ranks every caption (i2t) and every caption ranks every
+    image (t2i); a caption is correct for its own image. ``image_split`` (image_id -> split)
+    labels images and their captions; without it the split is null."""
+    image_ids = [str(i) for i in image_ids]
+    text_image_ids = [str(i) for i in text_image_ids]
+    codes = {image_id: code for code, image_id in enumerate(image_ids)}
+    if len(codes) != len(image_ids):
+        raise ValueError("retrieval: duplicate image ids in the gallery")
+    unknown = sorted(set(text_image_ids) - set(codes))
+    if unknown:
+        raise ValueError(f"retrieval: {len(unknown)} caption image(s) not in the gallery")
+    image_code = np.arange(len(image_ids))
+    text_code = np.array([codes[i] for i in text_image_ids], dtype=np.int64)
+    i2t = _ranks_in_blocks(image_emb, image_code, text_emb, text_code)
+    t2i = _ranks_in_blocks(text_emb, text_code, image_emb, image_code)
+    captions_per_image = np.bincount(text_code, minlength=len(image_ids))
+    split_of = dict(image_split or {})
+    frames = [
+        pl.DataFrame(
+            {
+                "direction": "i2t",
+                "query_id": image_ids,
+                "image_id": image_ids,
+                "rank": i2t,
+                "n_candidates": len(text_image_ids),
+                "n_positives": captions_per_image,
+            }
+        ),
+        pl.DataFrame(
+            {
+                "direction": "t2i",
+                "query_id": [str(t) for t in text_ids],
+                "image_id": text_image_ids,
+                "rank": t2i,
+                "n_candidates": len(image_ids),
+                "n_positives": 1,
+            }
+        ),
+    ]
+    return pl.concat(
+        [
+            frame.with_columns(
+                model=pl.lit(model),
+                benchmark=pl.lit(benchmark),
+                split=pl.col("image_id").replace_strict(split_of, default=None),
+            ).select([pl.col(c).cast(t) for c, t in RANKS_SCHEMA.items()])
+            for frame in frames
+        ]
+    )
+
+
+def recall_table(ranks: pl.DataFrame, settings: EvalSettings) -> pl.DataFrame:
+    """``METRIC_SCHEMA`` rows from ``RANKS_SCHEMA`` ranks: ``<direction>_R@<K>`` per model,
+    benchmark and split ("all" plus every non-null split), with chance rows and intervals.
+    A query with no correct candidate (an i2t image without captions) is left out."""
+    rows: list[tuple] = []
+    ranks = ranks.filter(pl.col("n_positives") > 0)
+    for (model, benchmark), frame in sorted(
+        ranks.group_by(["model", "benchmark"]), key=lambda group: group[0]
+    ):
+        for direction in ("i2t", "t2i"):
+            queries = frame.filter(pl.col("direction") == direction).sort("query_id")
+            if not queries.height:
+                continue
+            rank = queries["rank"].to_numpy()
+            m, p = queries["n_candidates"].to_numpy(), queries["n_positives"].to_numpy()
+            names = [f"{direction}_R@{k}" for k in settings.ks]
+            hits = np.stack([(rank < k).astype(np.float64) for k in settings.ks], axis=1)
+            chance = np.stack([chance_recall(m, p, k) for k in settings.ks], axis=1)
+            split = queries["split"].to_numpy()
+            for s in split_order(queries["split"].to_list()):
+                cell = np.ones(queries.height, bool) if s == ALL else split == s
+                if cell.any():
+                    rows += metric_rows(model, benchmark, None, s, ALL, None, names, hits,
+                                        chance, [cell], settings)  # fmt: skip
+    return metric_frame(rows)
+
+
 def retrieval_table(
     model: str,
     benchmark: str,
-    image_ids: np.ndarray,
+    image_ids: Sequence[str],
     image_emb: np.ndarray,
-    text_ids: np.ndarray,
-    text_image_ids: np.ndarray,
+    text_ids: Sequence[str],
+    text_image_ids: Sequence[str],
     text_emb: np.ndarray,
-    image_split: dict[int, str],
-    ks: Sequence[int] = (1, 5),
+    image_split: Mapping[str, str] | None = None,
+    settings: EvalSettings = EvalSettings(ks=(1, 5)),
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Image->text and text->image Recall@K over the whole gallery, reported per split.
+    """Image->text and text->image Recall@K over the whole gallery: the metric table and the
+    per-query ranks (for re-splitting and significance tests).
 
     Every query is ranked against the full gallery; ``image_split`` assigns images (and so
-    their captions) to splits, and an ``all`` split over every query is always added.
-    Returns the metric table and the per-query ranks (for inspection and significance tests).
+    their captions) to splits, reported beside "all".
     """
-    sims = image_emb @ text_emb.T  # (images, texts)
-    match = image_ids[:, None] == text_image_ids[None, :]
-    i2t_rank = pessimistic_rank(sims, match)
-    t2i_rank = pessimistic_rank(sims.T, match.T)
-    image_splits = np.array([image_split.get(int(i), "all") for i in image_ids])
-    text_splits = np.array([image_split.get(int(i), "all") for i in text_image_ids])
-    captions_per_image = match.sum(axis=1)
-
-    rows = []
-    for split in ["all", *sorted(set(image_split.values()))]:
-        img_sel = (
-            np.ones_like(image_splits, dtype=bool) if split == "all" else image_splits == split
-        )
-        txt_sel = np.ones_like(text_splits, dtype=bool) if split == "all" else text_splits == split
-        n_img, n_txt = int(img_sel.sum()), int(txt_sel.sum())
-        for k in ks:
-            chance_i2t = (
-                float(
-                    np.mean(
-                        [
-                            chance_image_to_text(len(text_image_ids), int(c), k)
-                            for c in captions_per_image[img_sel]
-                        ]
-                    )
-                )
-                if img_sel.any()
-                else float("nan")
-            )
-            i2t, t2i = f"i2t_R@{k}", f"t2i_R@{k}"
-            rows += [
-                (model, benchmark, split, "all", i2t, recall_at(i2t_rank[img_sel], k), n_img),
-                (model, benchmark, split, "all", t2i, recall_at(t2i_rank[txt_sel], k), n_txt),
-                ("chance", benchmark, split, "all", i2t, chance_i2t, n_img),
-                (
-                    "chance",
-                    benchmark,
-                    split,
-                    "all",
-                    t2i,
-                    chance_text_to_image(len(image_ids), k),
-                    n_txt,
-                ),
-            ]
-    table = pl.DataFrame([(*r, TIE_POLICY) for r in rows], schema=METRIC_SCHEMA, orient="row")
-    ranks = pl.concat(
-        [
-            pl.DataFrame(
-                {
-                    "model": model,
-                    "direction": "i2t",
-                    "query_id": image_ids.astype(np.int64).astype(str),
-                    "split": image_splits,
-                    "rank": i2t_rank.astype(np.int64),
-                }
-            ),
-            pl.DataFrame(
-                {
-                    "model": model,
-                    "direction": "t2i",
-                    "query_id": text_ids.astype(str),
-                    "split": text_splits,
-                    "rank": t2i_rank.astype(np.int64),
-                }
-            ),
-        ]
+    ranks = retrieval_ranks(
+        model, benchmark, image_ids, image_emb, text_ids, text_image_ids, text_emb, image_split
     )
-    return table, ranks
-
-
-def pair_accuracy_table(
-    model: str,
-    benchmark: str,
-    predictions: pl.DataFrame,
-) -> pl.DataFrame:
-    """Binary accuracy (positive scored above the negative; a tie is wrong) per split and
-    family, micro over items and macro over families, with chance rows (0.5).
-
-    ``predictions``: one row per item with ``split``, ``family`` and boolean ``correct``.
-    """
-    rows = []
-    splits = ["all", *sorted(set(predictions["split"].to_list()) - {"all"})]
-    families = sorted(set(predictions["family"].to_list()))
-    for split in splits:
-        in_split = predictions if split == "all" else predictions.filter(pl.col("split") == split)
-        per_family = []
-        for family in families:
-            part = in_split.filter(pl.col("family") == family)
-            if part.height:
-                accuracy = float(part["correct"].mean())
-                per_family.append(accuracy)
-                rows.append((model, benchmark, split, family, "accuracy", accuracy, part.height))
-                rows.append(("chance", benchmark, split, family, "accuracy", 0.5, part.height))
-        if in_split.height:
-            micro = float(in_split["correct"].mean())
-            rows.append((model, benchmark, split, "all", "accuracy_micro", micro, in_split.height))
-            rows.append(
-                (model, benchmark, split, "all", "accuracy_macro", float(np.mean(per_family)),
-                 in_split.height)
-            )  # fmt: skip
-            rows.append(("chance", benchmark, split, "all", "accuracy_micro", 0.5, in_split.height))
-            rows.append(("chance", benchmark, split, "all", "accuracy_macro", 0.5, in_split.height))
-    return pl.DataFrame([(*r, TIE_POLICY) for r in rows], schema=METRIC_SCHEMA, orient="row")
+    return recall_table(ranks, settings), ranks

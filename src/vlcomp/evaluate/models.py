@@ -20,6 +20,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import open_clip  # noqa: E402
 import torch  # noqa: E402
 
+from vlcomp import __version__  # noqa: E402
+
 MODEL_CONFIG_DIR = Path(__file__).parent / "model_configs"
 open_clip.add_model_config(MODEL_CONFIG_DIR)
 
@@ -191,3 +193,20 @@ def library_versions() -> dict[str, str]:
         "torchvision": torchvision.__version__,
         "open_clip": open_clip.__version__,
     }
+
+
+def provenance(**extra: str) -> dict[str, str]:
+    """Key-value metadata written into every Parquet file a model stage produces."""
+    return {"vlcomp": __version__, **library_versions(), **extra}
+
+
+def availability_job(model_key: str, model_entry: dict, out: str | Path, log=print) -> None:
+    """Job: check that a pretrained model's weights are in the local cache (fails fast,
+    before any embedding job, naming the key and what to download)."""
+    from vlcomp.io import write_json
+
+    spec = ModelSpec.from_config(model_key, model_entry)
+    check_available(spec)
+    location = resolve_pretrained(spec.arch, spec.pretrained, spec.cache_dir)
+    log(f"{model_key}: {spec.arch}/{spec.pretrained} weights at {location}")
+    write_json({"model": model_key, "arch": spec.arch, "pretrained": spec.pretrained}, out)

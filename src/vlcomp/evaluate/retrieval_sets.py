@@ -2,67 +2,87 @@
 
 A *retrieval set* is one item's positive caption(s) together with its negatives of one
 negative type (``family_target``, e.g. ``atom_obj``; CREPE's HN-ATOM sets are 1 + 4, HN-COMP
-1 + 6, a SugarCrepe pair is 1 + 1). Candidates come in the ``CANDIDATES_SCHEMA`` contract;
-when an item's negatives are of several types, each type is its own set, and every set holds
-all of the item's positive rows (deduplicated by text).
+1 + 6, a SugarCrepe or ARO pair is 1 + 1: pairs are retrieval sets of two and go through the
+same ranking and metric table). Candidates come in the ``CANDIDATES_SCHEMA`` contract; when
+an item's negatives are of several types, each type is its own set, and every set holds all
+of the item's positive rows (deduplicated by text).
 
-Scoring (tie counts as wrong, ``vlcomp.evaluate.metrics.pessimistic_rank``): the rank of a set's best
-positive is the number of negatives whose similarity is >= its own, so a set is ``correct``
-(R@1 hit) only when the positive beats every negative strictly.
+Scoring (tie counts as wrong, ``vlcomp.evaluate.metrics.pessimistic_rank``): the rank of a
+set's best positive is the number of negatives whose similarity is >= its own, so a set is
+``correct`` (R@1 hit) only when the positive beats every negative strictly.
 
-Metrics, per model and benchmark, for every split (and "all"), negative type (and "all":
-``<metric>_micro`` over items, ``<metric>_macro`` = mean over negative types) and complexity
-(and null = every complexity): ``R@K`` for each K and ``mean_R@K`` (mean over the Ks) for
-sets of more than two candidates, ``accuracy`` for benchmarks whose sets are all pairs.
-Chance rows (model "chance") hold the expectation under a random ranking, averaged over the
-items: min(K, m) / m for m candidates with one positive (in general
-1 - C(m - p, K) / C(m, K) for p positives). Every value carries a percentile bootstrap
-confidence interval over items (stratified by negative type for macro averages), seeded from
-(seed, benchmark, split, family, complexity) so that every model and the chance rows of one
-cell are resampled with the same items (paired), and the same config gives the same bytes.
+Metrics (``vlcomp.evaluate.metrics.METRIC_SCHEMA``), per model, benchmark and part, for
+every split (and "all"), negative type (and "all": ``<metric>_micro`` over items,
+``<metric>_macro`` = mean over negative types) and complexity (and null = every complexity):
+``R@K`` for each K and ``mean_R@K`` (mean over the Ks) for sets of more than two candidates;
+``accuracy`` (= R@1; ``accuracy_micro`` / ``accuracy_macro`` over types) for benchmarks
+whose sets are all pairs. Chance rows (model "chance") hold the expectation under a random
+ranking, averaged over the items: min(K, m) / m for m candidates with one positive (in
+general 1 - C(m - p, K) / C(m, K) for p positives; 0.5 for a pair). Every value carries a
+percentile bootstrap confidence interval over items (stratified by negative type for macro
+averages); see ``vlcomp.evaluate.metrics``.
 
-Images may be crops: a boxes table (item_id, x, y, width, height; the eval-items contract
-qualifies) gives a region per item, cut with PIL before preprocessing. A crop's embedding
-is cached under ``crop_key(image sha256, box)``; a whole image uses the image sha256 alone,
-the same key as ``vlcomp.evaluate.embed.embed_images``, so the two share cache entries.
+Images are looked up by image_id in a mapping built from the eval set's image index
+(``vlcomp.evaluate.embed.lookup_images``), never guessed from names. Images may be crops: a
+boxes table (item_id, x, y, width, height; the eval-items contract qualifies) gives a region
+per item (``vlcomp.evaluate.embed.ImageRef``).
 """
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import polars as pl
-import torch
-from PIL import Image
 
-from vlcomp.evaluate.embed import EmbeddingCache, cached_embed, embed_texts, image_key, text_key
-from vlcomp.io import read_parquet_metadata, write_parquet
-from vlcomp.evaluate.metrics import METRIC_SCHEMA, TIE_POLICY, chance_image_to_text, pessimistic_rank
+from vlcomp.evaluate.embed import (
+    Box,
+    EmbeddingCache,
+    ImageRef,
+    crop,
+    crop_key,
+    embed_image_refs,
+    embed_texts,
+    text_key,
+)
+from vlcomp.evaluate.metrics import (
+    ALL,
+    CHANCE,
+    METRIC_SCHEMA,
+    TIE_POLICY,
+    EvalSettings,
+    bootstrap_means,
+    cell_rng,
+    chance_recall,
+    metric_frame,
+    metric_rows,
+    percentile_interval,
+    pessimistic_rank,
+    split_order,
+)
 from vlcomp.evaluate.models import LoadedModel
 
 Log = Callable[[str], None]
-Box = tuple[int, int, int, int]  # x, y, width, height in pixels
 
-ALL = "all"
+__all__ = [
+    "ALL", "CHANCE", "EXCLUDED", "SCORES_SCHEMA", "SET_METRIC_SCHEMA", "SET_PREDICTIONS_SCHEMA",
+    "TIE_POLICY", "Box", "ImageRef", "SetEvalSettings", "attach_splits", "bootstrap_means",
+    "cell_rng", "crop", "crop_key", "embed_image_refs", "item_boxes", "negative_type",
+    "percentile_interval", "rank_sets", "score_candidates", "set_metric_table", "split_keys",
+]  # fmt: skip
+
 EXCLUDED = "excluded"  # a splits table was given but has no split for the item
-CHANCE = "chance"
 
-SET_METRIC_SCHEMA: dict[str, pl.DataType] = {
-    **METRIC_SCHEMA,
-    "complexity": pl.Int64,  # null: every complexity (and every row of benchmarks without one)
-    "ci_low": pl.Float64,  # percentile bootstrap interval over items; null with 0 resamples
-    "ci_high": pl.Float64,
-}
+SET_METRIC_SCHEMA = METRIC_SCHEMA
+SetEvalSettings = EvalSettings
+DEFAULT_SETTINGS = EvalSettings()
 
 SET_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,
     "benchmark": pl.String,
+    "part": pl.String,  # the benchmark part (e.g. a training corpus); null: none
     "item_id": pl.String,
+    "image": pl.String,  # the eval set's image_id (null when the scores had none)
     "family": pl.String,  # negative type: family_target, e.g. "swap_att"
     "split": pl.String,  # null: no splits table; "excluded": not in the splits table
     "complexity": pl.Int64,
@@ -80,6 +100,7 @@ SCORES_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,
     "benchmark": pl.String,
     "item_id": pl.String,
+    "image": pl.String,
     "family": pl.String,
     "target": pl.String,
     "is_positive": pl.Boolean,
@@ -87,75 +108,10 @@ SCORES_SCHEMA: dict[str, pl.DataType] = {
     "text_key": pl.String,
     "similarity": pl.Float64,
 }
+OPTIONAL_SCORE_COLUMNS = ("complexity", "image")
 
 
-# --------------------------------------------------------------------------- embedding
-
-
-@dataclass(frozen=True)
-class ImageRef:
-    """An image file and an optional region of it."""
-
-    path: str
-    box: Box | None = None
-
-
-def crop_key(image_sha: str, box: Box | None) -> str:
-    """Cache key of an image region: the image's sha256, plus the box when there is one."""
-    if box is None:
-        return image_sha
-    x, y, width, height = box
-    return f"{image_sha}@{x},{y},{width},{height}"
-
-
-def crop(image: Image.Image, box: Box | None) -> Image.Image:
-    """Cut ``box`` (x, y, width, height) out of ``image``, clipped to the image."""
-    if box is None:
-        return image
-    x, y, width, height = box
-    left, top = max(0, x), max(0, y)
-    right, bottom = min(image.width, x + width), min(image.height, y + height)
-    if width <= 0 or height <= 0 or right <= left or bottom <= top:
-        raise ValueError(f"box {box} is empty or outside the {image.width}x{image.height} image")
-    return image.crop((left, top, right, bottom))
-
-
-def embed_image_refs(
-    loaded: LoadedModel,
-    refs: Sequence[ImageRef],
-    batch_size: int = 256,
-    cache: EmbeddingCache | None = None,
-    progress: Callable[[int, int], None] | None = None,
-) -> tuple[np.ndarray, int]:
-    """Embed images or crops, batched, through the content-hash cache; return vectors and the
-    number computed (the rest came from the cache or from duplicates)."""
-    device = next(loaded.model.parameters()).device
-    shas: dict[str, str] = {}
-    for ref in refs:
-        if ref.path not in shas:
-            shas[ref.path] = image_key(ref.path)
-
-    def encode(batch: Sequence[object]) -> torch.Tensor:
-        tensors = []
-        for ref in batch:
-            assert isinstance(ref, ImageRef)
-            with Image.open(ref.path) as image:
-                tensors.append(loaded.preprocess(crop(image.convert("RGB"), ref.box)))
-        return loaded.model.encode_image(torch.stack(tensors).to(device))
-
-    keys = [crop_key(shas[ref.path], ref.box) for ref in refs]
-    return cached_embed(keys, list(refs), encode, cache, batch_size, progress)
-
-
-def resolve_image(images_dir: str | Path, name: str) -> str:
-    """``images_dir/name`` if that file exists, else ``images_dir/name.png``."""
-    direct = Path(images_dir) / name
-    if direct.is_file():
-        return str(direct)
-    png = Path(images_dir) / f"{name}.png"
-    if png.is_file():
-        return str(png)
-    raise FileNotFoundError(f"no image {name!r} under {images_dir} (tried {direct} and {png})")
+# --------------------------------------------------------------------------- scoring
 
 
 def item_boxes(boxes: pl.DataFrame | None) -> dict[str, Box | None]:
@@ -183,47 +139,72 @@ def score_candidates(
     model: str,
     loaded: LoadedModel,
     candidates: pl.DataFrame,
-    images_dir: str | Path,
+    images: Mapping[str, str],
     boxes: pl.DataFrame | None = None,
     batch_size: int = 256,
     image_cache: EmbeddingCache | None = None,
     text_cache: EmbeddingCache | None = None,
     progress: Callable[[str], Callable[[int, int], None] | None] = lambda label: None,
     log: Log | None = None,
+    unreadable: dict[str, str] | None = None,
 ) -> pl.DataFrame:
-    """Cosine similarity of every candidate text with its item's image (or crop)."""
+    """Cosine similarity of every candidate text with its item's image (or crop).
+
+    ``images``: image_id -> file for every candidate's ``image`` (build it from the image
+    index with ``lookup_images`` and leave out the items it cannot serve). A file that fails
+    to decode raises, unless ``unreadable`` is given: then its image_id is recorded there
+    (image_id -> message) and its items' rows are left out of the result."""
     for column in ("benchmark", "item_id", "image", "text", "is_positive", "family", "target"):
         if column not in candidates.columns:
             raise ValueError(f"candidates: missing column {column!r}")
     if candidates["image"].null_count():
         raise ValueError("candidates: rows without an image cannot be scored against one")
+    unknown = sorted(set(candidates["image"].to_list()) - set(images))
+    if unknown:
+        raise ValueError(
+            f"candidates: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r} "
+            "(exclude the items the image index cannot serve first)"
+        )
     box_of = item_boxes(boxes)
-    paths = {name: resolve_image(images_dir, name) for name in set(candidates["image"])}
     item_image = candidates.select("item_id", "image").unique(maintain_order=True)
     if item_image["item_id"].is_duplicated().any():
         raise ValueError("candidates: an item_id is paired with more than one image")
-    refs = [
-        ImageRef(paths[name], box_of.get(item_id))
-        for item_id, name in item_image.sort("item_id").iter_rows()
-    ]
-    ref_row = {ref: i for i, ref in enumerate(dict.fromkeys(refs))}
-    unique_refs = list(ref_row)
+    ref_of_item = {
+        item_id: ImageRef(images[name], box_of.get(item_id))
+        for item_id, name in item_image.iter_rows()
+    }
+    unique_refs = list(dict.fromkeys(ref_of_item[i] for i in sorted(ref_of_item)))
+    ref_row = {ref: i for i, ref in enumerate(unique_refs)}
+    failed: dict[ImageRef, str] = {}
     image_vectors, new_images = embed_image_refs(
-        loaded, unique_refs, batch_size, image_cache, progress("images")
+        loaded,
+        unique_refs,
+        batch_size,
+        image_cache,
+        progress("images"),
+        failed if unreadable is not None else None,
     )
+    if failed:
+        assert unreadable is not None
+        bad_items = set()
+        for item_id, name in item_image.iter_rows():
+            if ref_of_item[item_id] in failed:
+                unreadable.setdefault(name, failed[ref_of_item[item_id]])
+                bad_items.add(item_id)
+        candidates = candidates.filter(~pl.col("item_id").is_in(sorted(bad_items)))
     texts = candidates["text"].to_list()
     text_vectors, new_texts = embed_texts(loaded, texts, batch_size, text_cache, progress("texts"))
     if log:
         log(
             f"embedded {new_images}/{len(unique_refs)} images or crops and "
             f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
+            + (f"; {len(failed)} images or crops could not be decoded" if failed else "")
         )
-    row_of_item = {
-        item_id: ref_row[ImageRef(paths[name], box_of.get(item_id))]
-        for item_id, name in item_image.iter_rows()
-    }
-    rows = [row_of_item[i] for i in candidates["item_id"].to_list()]
-    similarity = np.einsum("ij,ij->i", text_vectors, image_vectors[rows]).astype(np.float64)
+    rows = [ref_row[ref_of_item[i]] for i in candidates["item_id"].to_list()]
+    if rows:
+        similarity = np.einsum("ij,ij->i", text_vectors, image_vectors[rows]).astype(np.float64)
+    else:
+        similarity = np.zeros(0, dtype=np.float64)
     if "complexity" in candidates.columns:
         complexity = pl.col("complexity").cast(pl.Int64)
     elif boxes is not None and "complexity" in boxes.columns:
@@ -235,6 +216,7 @@ def score_candidates(
         model=pl.lit(model),
         benchmark="benchmark",
         item_id="item_id",
+        image="image",
         family="family",
         target="target",
         is_positive="is_positive",
@@ -260,10 +242,17 @@ def rank_sets(scores: pl.DataFrame) -> pl.DataFrame:
     """Per retrieval set: rank of the best positive among its candidates (tie = wrong).
 
     ``scores``: model, benchmark, item_id, family, target, is_positive, text_key, similarity
-    and optionally complexity (``SCORES_SCHEMA``). Returns ``SET_PREDICTIONS_SCHEMA`` rows
-    with ``split`` null (see ``attach_splits``).
+    and optionally complexity, image and part (``SCORES_SCHEMA``; the parts of a stacked
+    table are ranked apart). Returns ``SET_PREDICTIONS_SCHEMA`` rows with ``split`` null
+    (see ``attach_splits``).
     """
-    missing = [c for c in SCORES_SCHEMA if c not in scores.columns and c != "complexity"]
+    if "part" in scores.columns and scores["part"].n_unique() > 1:
+        ranked = [rank_sets(p) for p in scores.partition_by("part", maintain_order=True)]
+        return pl.concat(ranked).sort("model", "benchmark", "part", "item_id", "family")
+    part = scores["part"][0] if "part" in scores.columns and scores.height else None
+    missing = [
+        c for c in SCORES_SCHEMA if c not in scores.columns and c not in OPTIONAL_SCORE_COLUMNS
+    ]
     if missing:
         raise ValueError(f"scores: missing column(s) {missing}")
     if not np.isfinite(scores["similarity"].to_numpy()).all():
@@ -320,9 +309,18 @@ def rank_sets(scores: pl.DataFrame) -> pl.DataFrame:
             neg_text_key=pl.col("text_key").filter(~pl.col("is_positive")).first(),
         )
         .sort("set_index")
-        .with_columns(rank=pl.Series(ranks.astype(np.int64)), split=pl.lit(None, pl.String))
+        .with_columns(
+            rank=pl.Series(ranks.astype(np.int64)),
+            split=pl.lit(None, pl.String),
+            part=pl.lit(part, pl.String),
+        )
         .with_columns(correct=pl.col("rank") == 0)
     )
+    if "image" in scores.columns:
+        image_of = frame.select(*item, pl.col("image").cast(pl.String)).unique(subset=item)
+        summary = summary.join(image_of, on=item, how="left")
+    else:
+        summary = summary.with_columns(image=pl.lit(None, pl.String))
     return summary.select([pl.col(c).cast(t) for c, t in SET_PREDICTIONS_SCHEMA.items()]).sort(
         "model", "benchmark", "item_id", "family"
     )
@@ -380,90 +378,8 @@ def attach_splits(
 # --------------------------------------------------------------------------- metrics
 
 
-@dataclass(frozen=True)
-class SetEvalSettings:
-    ks: tuple[int, ...] = (1, 3, 5)
-    resamples: int = 1000
-    seed: int = 0
-    level: float = 0.95
-
-    @staticmethod
-    def from_config(entry: Mapping[str, Any]) -> SetEvalSettings:
-        """Keys (all optional): recall_at, bootstrap_resamples, bootstrap_seed, ci_level."""
-        settings = SetEvalSettings(
-            ks=tuple(int(k) for k in entry.get("recall_at", (1, 3, 5))),
-            resamples=int(entry.get("bootstrap_resamples", 1000)),
-            seed=int(entry.get("bootstrap_seed", 0)),
-            level=float(entry.get("ci_level", 0.95)),
-        )
-        if not settings.ks or min(settings.ks) < 1:
-            raise ValueError(f"recall_at must list K >= 1, got {settings.ks}")
-        if settings.resamples < 0 or not 0 < settings.level < 1:
-            raise ValueError("bootstrap_resamples must be >= 0 and ci_level in (0, 1)")
-        return settings
-
-    def metadata(self) -> dict[str, str]:
-        return {
-            "tie_policy": TIE_POLICY,
-            "ci": f"percentile bootstrap over items, level {self.level}",
-            "bootstrap_resamples": str(self.resamples),
-            "bootstrap_seed": str(self.seed),
-        }
-
-
-def cell_rng(seed: int, *key: object) -> np.random.Generator:
-    """A generator seeded by ``seed`` and a stable hash of ``key`` (never Python's hash)."""
-    digest = hashlib.sha256("\x1f".join(str(k) for k in key).encode()).digest()
-    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
-
-
-def bootstrap_means(
-    strata: Sequence[np.ndarray], resamples: int, rng: np.random.Generator
-) -> np.ndarray:
-    """Resampled statistic, shape (resamples, q): each stratum (n_i, q) is resampled with
-    replacement on its own, and the statistic is the mean over strata of the column means
-    (one stratum: the plain mean)."""
-    q = strata[0].shape[1]
-    total = np.zeros((resamples, q))
-    for values in strata:
-        n = values.shape[0]
-        chunk = max(1, 2_000_000 // max(1, n))
-        for start in range(0, resamples, chunk):
-            stop = min(resamples, start + chunk)
-            idx = rng.integers(0, n, size=(stop - start, n))
-            total[start:stop] += values[idx].mean(axis=1)
-    return total / len(strata)
-
-
-def percentile_interval(
-    strata: Sequence[np.ndarray], resamples: int, level: float, rng: np.random.Generator
-) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper percentile bounds per column; NaN without resamples."""
-    q = strata[0].shape[1]
-    if resamples == 0:
-        return np.full(q, np.nan), np.full(q, np.nan)
-    if all((part == part[0]).all() for part in strata):  # constant: every resample agrees
-        point = np.mean([part[0] for part in strata], axis=0)
-        return point, point.copy()
-    draws = bootstrap_means(strata, resamples, rng)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=0)
-    return low, high
-
-
-def chance_recall(n_candidates: np.ndarray, n_positives: np.ndarray, k: int) -> np.ndarray:
-    """Per item: probability that a positive lands in a random top K."""
-    return np.array(
-        [
-            chance_image_to_text(int(m), int(p), k)
-            for m, p in zip(n_candidates, n_positives, strict=True)
-        ],
-        dtype=np.float64,
-    )
-
-
 def _item_values(
-    frame: pl.DataFrame, ks: Sequence[int], pairs: bool
+    frame: pl.DataFrame, ks: tuple[int, ...], pairs: bool
 ) -> tuple[list[str], np.ndarray, np.ndarray]:
     """Metric names and per-item values (model, chance), each (items, metrics)."""
     ranks = frame["rank"].to_numpy()
@@ -485,12 +401,17 @@ def _item_values(
 
 
 def set_metric_table(
-    predictions: pl.DataFrame, settings: SetEvalSettings = SetEvalSettings()
+    predictions: pl.DataFrame, settings: EvalSettings = DEFAULT_SETTINGS
 ) -> pl.DataFrame:
-    """``SET_METRIC_SCHEMA`` rows for every model in ``predictions`` plus chance rows."""
+    """``METRIC_SCHEMA`` rows for every model, benchmark and part in ``predictions`` plus
+    chance rows. A (model, benchmark, part) whose sets are all pairs reports ``accuracy``;
+    otherwise ``R@K`` and ``mean_R@K``."""
+    if "part" not in predictions.columns:
+        predictions = predictions.with_columns(part=pl.lit(None, pl.String))
     rows: list[tuple] = []
-    for (model, benchmark), frame in sorted(
-        predictions.group_by(["model", "benchmark"]), key=lambda group: group[0]
+    groups = predictions.group_by(["model", "benchmark", "part"])
+    for (model, benchmark, part), frame in sorted(
+        groups, key=lambda g: (g[0][0], g[0][1], g[0][2] is not None, g[0][2] or "")
     ):
         frame = frame.sort("item_id", "family")
         pairs = bool((frame["n_candidates"] == 2).all())
@@ -499,12 +420,11 @@ def set_metric_table(
         family = frame["family"].to_numpy()
         complexity = frame["complexity"].to_numpy()
         has_complexity = frame["complexity"].null_count() < frame.height
-        splits = [ALL, *sorted(set(frame["split"].drop_nulls().to_list()))]
         families = sorted(set(family.tolist()))
         levels: list[int | None] = [None]
         if has_complexity:
             levels += sorted(int(c) for c in frame["complexity"].drop_nulls().unique())
-        for s in splits:
+        for s in split_order(frame["split"].to_list()):
             in_split = np.ones(frame.height, bool) if s == ALL else split == s
             for level in levels:
                 cell = in_split if level is None else in_split & (complexity == level)
@@ -515,148 +435,27 @@ def set_metric_table(
                     sel = cell & (family == f)
                     if sel.any():
                         per_family.append(sel)
-                        rows += _rows(model, benchmark, s, f, level, names, values, chance, [sel],
-                                      settings, "")  # fmt: skip
-                rows += _rows(model, benchmark, s, ALL, level, names, values, chance, [cell],
-                              settings, "_micro")  # fmt: skip
-                rows += _rows(model, benchmark, s, ALL, level, names, values, chance, per_family,
-                              settings, "_macro")  # fmt: skip
-    table = pl.DataFrame(rows, schema=SET_METRIC_SCHEMA, orient="row")
-    table = table.with_columns(pl.col("ci_low", "ci_high").fill_nan(None))
-    return table.unique(maintain_order=True)
+                        rows += metric_rows(model, benchmark, part, s, f, level, names, values,
+                                            chance, [sel], settings)  # fmt: skip
+                rows += metric_rows(model, benchmark, part, s, ALL, level, names, values, chance,
+                                    [cell], settings, "_micro")  # fmt: skip
+                rows += metric_rows(model, benchmark, part, s, ALL, level, names, values, chance,
+                                    per_family, settings, "_macro")  # fmt: skip
+    return metric_frame(rows)
 
 
-def _rows(
-    model: str,
-    benchmark: str,
-    split: str,
-    family: str,
-    complexity: int | None,
-    names: list[str],
-    values: np.ndarray,
-    chance: np.ndarray,
-    strata: list[np.ndarray],
-    settings: SetEvalSettings,
-    suffix: str,
-) -> list[tuple]:
-    n = int(sum(int(s.sum()) for s in strata))
-    out = []
-    key = (benchmark, split, family + suffix, complexity)
-    for who, matrix in ((model, values), (CHANCE, chance)):
-        parts = [matrix[s] for s in strata]
-        point = np.mean([p.mean(axis=0) for p in parts], axis=0)
-        low, high = percentile_interval(
-            parts, settings.resamples, settings.level, cell_rng(settings.seed, *key)
-        )
-        for j, name in enumerate(names):
-            out.append(
-                (who, benchmark, split, family, name + suffix, float(point[j]), n, TIE_POLICY,
-                 complexity, float(low[j]), float(high[j]))
-            )  # fmt: skip
-    return out
-
-
-# --------------------------------------------------------------------------- jobs
-
-
-def metrics_from_scores(
-    scores: str | Path,
-    splits: str | Path | None,
-    split_column: str,
-    settings: Mapping[str, Any],
-    predictions_out: str | Path,
-    metrics_out: str | Path,
-    boxes: str | Path | None = None,
-    log: Log = print,
-) -> None:
-    """Job: per-candidate scores -> per-item predictions and metric table (no model needed;
-    rerun it for another split rule or bootstrap setting). ``boxes`` is only read for its
-    ``eval_item_id`` column (see ``split_keys``)."""
-    set_settings = SetEvalSettings.from_config(settings)
-    split_table = pl.read_parquet(splits) if splits else None
-    key_of = split_keys(pl.read_parquet(boxes)) if boxes else None
-    predictions = attach_splits(
-        rank_sets(pl.read_parquet(scores)), split_table, split_column, key_of
-    )
-    metrics = set_metric_table(predictions, set_settings)
-    meta = {
-        **read_parquet_metadata(scores),
-        **set_settings.metadata(),
-        "split_column": split_column,
-    }
-    write_parquet(predictions, predictions_out, metadata=meta)
-    write_parquet(metrics, metrics_out, metadata=meta)
-    _log_summary(metrics, log)
-
-
-def evaluate_candidate_sets(
-    model_key: str,
-    model_entry: dict[str, Any],
-    checkpoint: str | None,
-    settings: dict[str, Any],
-    candidates: str | Path,
-    images_dir: str | Path,
-    cache_dir: str | Path,
-    predictions_out: str | Path,
-    metrics_out: str | Path,
-    boxes: str | Path | None = None,
-    splits: str | Path | None = None,
-    split_column: str = "split",
-    scores_out: str | Path | None = None,
-    log: Log = print,
-) -> None:
-    """Job: embed every candidate text and item image (or crop) with one model, through the
-    shared embedding cache, and write per-item predictions and the metric table (and, when
-    ``scores_out`` is given, the per-candidate similarities).
-
-    ``boxes``: item_id, x, y, width, height (null: whole image), optionally ``complexity``
-    (the productivity items table) and ``eval_item_id`` (the systematicity regions table; the
-    splits table is then looked up by eval item). ``splits``: item_id and ``split_column``
-    (e.g. the assignments' crepe_split / split_strict, filtered to one training corpus).
-    ``settings``: device, threads, batch_size (as ``evaluate`` in the config) and the
-    optional ``SetEvalSettings.from_config`` keys."""
-    from vlcomp.evaluate.jobs import model_metadata, open_model, progress_bar
-
-    set_settings = SetEvalSettings.from_config(settings)
-    box_table = pl.read_parquet(boxes) if boxes else None
-    loaded, image_cache, text_cache = open_model(
-        model_key, model_entry, checkpoint, settings, str(cache_dir), log
-    )
-    scored = score_candidates(
-        model_key,
-        loaded,
-        pl.read_parquet(candidates),
-        images_dir,
-        boxes=box_table,
-        batch_size=int(settings["batch_size"]),
-        image_cache=image_cache,
-        text_cache=text_cache,
-        progress=progress_bar,
-        log=log,
-    )
-    split_table = pl.read_parquet(splits) if splits else None
-    predictions = attach_splits(rank_sets(scored), split_table, split_column, split_keys(box_table))
-    metrics = set_metric_table(predictions, set_settings)
-    meta = {
-        **model_metadata(model_key, loaded),
-        **set_settings.metadata(),
-        "split_column": split_column,
-    }
-    if scores_out:
-        write_parquet(scored, scores_out, metadata=meta)
-    write_parquet(predictions, predictions_out, metadata=meta)
-    write_parquet(metrics, metrics_out, metadata=meta)
-    _log_summary(metrics, log)
-
-
-def _log_summary(metrics: pl.DataFrame, log: Log) -> None:
+def log_summary(metrics: pl.DataFrame, log: Log) -> None:
+    """One line per model, benchmark, part and split: the headline micro average."""
     headline = metrics.filter(
         pl.col("complexity").is_null()
         & (pl.col("family") == ALL)
-        & pl.col("metric").is_in(["R@1_micro", "accuracy_micro"])
+        & pl.col("metric").is_in(["R@1_micro", "accuracy_micro", "i2t_R@1", "t2i_R@1"])
     )
     for row in headline.iter_rows(named=True):
+        part = f" [{row['part']}]" if row.get("part") is not None else ""
+        low, high = row["ci_low"], row["ci_high"]
+        ci = f" [{low:.3f}, {high:.3f}]" if low is not None and high is not None else ""
         log(
-            f"{row['model']} {row['benchmark']} {row['split']} {row['metric']}: "
-            f"{row['value']:.3f} [{row['ci_low']}, {row['ci_high']}] (n={row['n']})"
+            f"{row['model']} {row['benchmark']}{part} {row['split']} {row['metric']}: "
+            f"{row['value']:.3f}{ci} (n={row['n']})"
         )

@@ -1,11 +1,11 @@
 """Paired significance between models: McNemar (two-sided mid-p), Benjamini-Hochberg, and
 rank-flip detection between splits (BindSplit §5.3).
 
-Inputs are per-item prediction tables, one row per (model, benchmark, item_id, family) with
-``split`` and a boolean ``correct`` (tie counts as wrong): the tables written by
-``vlcomp.evaluate.retrieval_sets`` and by ``vlcomp.evaluate.jobs.item_predictions`` both qualify. Two models
-are compared on the items both were evaluated on (an inner join on benchmark, item_id and
-family), so the test is paired.
+Inputs are per-item prediction tables, one row per (model, benchmark, part, item_id, family)
+with ``split`` and a boolean ``correct`` (tie counts as wrong), as
+``vlcomp.evaluate.retrieval_sets`` writes them. Two models are compared on the items both
+were evaluated on (an inner join on benchmark, part, item_id and family), so the test is
+paired.
 
 McNemar mid-p (Fagerland, Lydersen & Laake, BMC Med Res Methodol 2013): with ``b`` items
 that only model A gets right and ``c`` items that only model B gets right, n = b + c and
@@ -38,7 +38,9 @@ from vlcomp.io import write_parquet
 
 Log = Callable[[str], None]
 
-PAIR_KEYS = ("benchmark", "item_id", "family")
+# An item is identified within its benchmark and part (e.g. the training corpus of a CREPE
+# systematicity set); predictions without parts count as one part.
+PAIR_KEYS = ("benchmark", "part", "item_id", "family")
 ALL = "all"
 TEST_NAME = "mcnemar_midp"
 
@@ -120,6 +122,9 @@ def split_order(splits: Sequence[str]) -> list[str]:
 
 def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:
     needed = ["model", *PAIR_KEYS, "split", "correct"]
+    if "part" not in predictions.columns:
+        predictions = predictions.with_columns(part=pl.lit(None, dtype=pl.String))
+    predictions = predictions.with_columns(pl.col("part").fill_null(""))
     missing = [c for c in needed if c not in predictions.columns]
     if missing:
         raise ValueError(f"predictions: missing column(s) {missing}")

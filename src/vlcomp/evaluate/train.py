@@ -1,11 +1,17 @@
-"""Training a small CLIP with open_clip's contrastive loss, deterministically on CPU."""
+"""Training a small CLIP with open_clip's contrastive loss, deterministically on CPU.
+
+A model trains on a corpus's ingested caption shards (``contracts.CAPTIONS_SCHEMA``), the
+same captions the counting stages read; ``training_pairs`` turns their image ids into files.
+"""
 
 from __future__ import annotations
 
 import io
 import math
+import os
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +22,27 @@ import torch
 from PIL import Image
 
 from vlcomp.evaluate import models as _models  # registers the world model configs with open_clip
-from vlcomp.io import atomic_path
+from vlcomp.io import atomic_path, write_json, write_parquet
+
+IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
+
+# Reasons a caption is not trained on (the ``reason`` column of the rejected table).
+NO_IMAGE_ID = "no image id"
+URL_NOT_DOWNLOADED = "url not downloaded"
+NO_IMAGES_FOLDER = "no images folder"  # a relative image id, but the corpus names no folder
+IMAGE_MISSING = "image missing"
+IMAGE_UNREADABLE = "image unreadable"
+
+PAIRS_SCHEMA: dict[str, pl.DataType] = {
+    "caption_id": pl.String,
+    "image": pl.String,
+    "text": pl.String,
+}
+TRAIN_REJECTED_SCHEMA: dict[str, pl.DataType] = {
+    "caption_id": pl.String,
+    "image_id": pl.String,
+    "reason": pl.String,
+}
 
 
 @dataclass(frozen=True)
@@ -42,13 +68,155 @@ class TrainSettings:
         )
 
 
+class _Files:
+    """Which files exist, one ``os.scandir`` per folder asked about (not a stat per caption)."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, frozenset[str]] = {}
+
+    def names(self, folder: str) -> frozenset[str]:
+        if folder not in self._folders:
+            try:
+                with os.scandir(folder) as entries:
+                    self._folders[folder] = frozenset(e.name for e in entries if e.is_file())
+            except OSError:  # missing, not a folder, or not listable
+                self._folders[folder] = frozenset()
+        return self._folders[folder]
+
+    def exists(self, path: str) -> bool:
+        folder, name = os.path.split(path)
+        return name in self.names(folder or ".")
+
+
+def _resolve_image(
+    image_id: str | None, images_root: str | None, files: _Files
+) -> tuple[str | None, str | None]:
+    """(path, None) for an image file that exists, else (None, reason)."""
+    if image_id is None or image_id == "":
+        return None, NO_IMAGE_ID
+    if "://" in image_id:
+        return None, URL_NOT_DOWNLOADED
+    if os.path.isabs(image_id):
+        return (image_id, None) if files.exists(image_id) else (None, IMAGE_MISSING)
+    if images_root is None:
+        return None, NO_IMAGES_FOLDER
+    path = os.path.join(images_root, image_id)
+    if files.exists(path):
+        return path, None
+    if not os.path.splitext(image_id)[1]:
+        for ext in IMAGE_EXTENSIONS:
+            for candidate in (f"{path}.{ext}", f"{path}.{ext.upper()}"):
+                if files.exists(candidate):
+                    return candidate, None
+    return None, IMAGE_MISSING
+
+
+def _readable(path: str) -> bool:
+    """Whether PIL recognises the file as an image (reads the header, decodes nothing)."""
+    try:
+        with Image.open(path):
+            return True
+    except Exception:  # PIL raises OSError, SyntaxError, DecompressionBombError, ...
+        return False
+
+
+def read_caption_shards(caption_shards: Sequence[str | Path]) -> pl.DataFrame:
+    """caption_id, image_id, text of the shards, in the order given, rows in file order."""
+    columns = ["caption_id", "image_id", "text"]
+    frames = []
+    for shard in caption_shards:
+        frame = pl.read_parquet(shard)
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"{shard}: not a captions table, missing column(s) {missing}")
+        frames.append(frame.select(pl.col(c).cast(pl.String) for c in columns))
+    if not frames:
+        return pl.DataFrame(schema={c: pl.String for c in columns})
+    return pl.concat(frames, how="vertical")
+
+
+def training_pairs(
+    caption_shards: Sequence[str | Path], images_root: str | Path | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The (image file, caption) pairs a model trains on, and the captions it cannot use.
+
+    Reads the caption shards in the order given, keeping row order (training order depends
+    only on that). An ``image_id`` that is an absolute path is used as is; a relative one
+    resolves against ``images_root``, and one without an extension may also match
+    ``<images_root>/<id>.<jpg|jpeg|png|webp>``. URLs (never downloaded here), null ids,
+    missing files and files PIL does not recognise as images are rejected.
+
+    Returns ``pairs`` (caption_id, image, text) and ``rejected`` (caption_id, image_id,
+    reason), each in shard order.
+    """
+    pairs, rejected = _pairs_with_ids(caption_shards, images_root)
+    return pairs.drop("image_id"), rejected
+
+
+def _pairs_with_ids(
+    caption_shards: Sequence[str | Path], images_root: str | Path | None
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``training_pairs``, with the pairs' ``image_id`` kept (for rejecting them later)."""
+    captions = read_caption_shards(caption_shards)
+    root = None if images_root is None else str(images_root)
+    files = _Files()
+    resolved: dict[str | None, tuple[str | None, str | None]] = {}
+    readable: dict[str, bool] = {}
+    pairs: dict[str, list[str]] = {"caption_id": [], "image": [], "text": [], "image_id": []}
+    rejected: dict[str, list[str | None]] = {"caption_id": [], "image_id": [], "reason": []}
+    for caption_id, image_id, text in captions.iter_rows():
+        if image_id not in resolved:
+            resolved[image_id] = _resolve_image(image_id, root, files)
+        path, reason = resolved[image_id]
+        if path is not None:
+            if path not in readable:
+                readable[path] = _readable(path)
+            if not readable[path]:
+                reason = IMAGE_UNREADABLE
+        if reason is None:
+            pairs["caption_id"].append(caption_id)
+            pairs["image"].append(path)
+            pairs["text"].append(text)
+            pairs["image_id"].append(image_id)
+        else:
+            rejected["caption_id"].append(caption_id)
+            rejected["image_id"].append(image_id)
+            rejected["reason"].append(reason)
+    return (
+        pl.DataFrame(pairs, schema={**PAIRS_SCHEMA, "image_id": pl.String}),
+        pl.DataFrame(rejected, schema=TRAIN_REJECTED_SCHEMA),
+    )
+
+
 def load_images(
-    paths: list[str], preprocess: Callable[[Image.Image], torch.Tensor]
+    paths: list[str],
+    preprocess: Callable[[Image.Image], torch.Tensor],
+    on_error: Callable[[int, str], None] | None = None,
 ) -> torch.Tensor:
+    """Decode and preprocess each image (each distinct file once), stacked in order.
+
+    A file that fails to decode raises, unless ``on_error`` is given: then it is left out
+    of the stack and ``on_error(index, message)`` is called for each of its rows.
+    """
+    decoded: dict[str, torch.Tensor | str] = {}
     tensors = []
-    for path in paths:
-        with Image.open(path) as image:
-            tensors.append(preprocess(image.convert("RGB")))
+    for index, path in enumerate(paths):
+        if path not in decoded:
+            try:
+                with Image.open(path) as image:
+                    decoded[path] = preprocess(image.convert("RGB"))
+            except Exception as error:  # any decoder failure: truncated, corrupt, ...
+                if on_error is None:
+                    raise OSError(f"{path}: cannot decode image: {error}") from error
+                decoded[path] = f"{type(error).__name__}: {error}"
+        value = decoded[path]
+        if isinstance(value, str):
+            assert on_error is not None
+            on_error(index, value)
+        else:
+            tensors.append(value)
+    if not tensors:
+        return torch.empty(0)
     return torch.stack(tensors)
 
 
@@ -64,19 +232,36 @@ def train_clip(
     pairs: pl.DataFrame,
     settings: TrainSettings,
     log: Callable[[str], None] = print,
+    on_unreadable: Callable[[int, str], None] | None = None,
 ) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
-    """Train ``arch`` from scratch on (image, text) pairs; return weights and per-epoch loss."""
+    """Train ``arch`` from scratch on (image, text) pairs; return weights and per-epoch loss.
+
+    An image that fails to decode raises, unless ``on_unreadable`` is given: then its pairs
+    are left out before training starts and ``on_unreadable(row, message)`` is called.
+    """
     _models.check_architecture(arch)
     torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
     torch.use_deterministic_algorithms(True)
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
     tokenizer = open_clip.get_tokenizer(arch)
-    images = load_images(pairs["image"].to_list(), preprocess)
-    tokens = tokenizer(pairs["text"].to_list())
-    n = images.shape[0]
+    failed: set[int] = set()
+
+    def unreadable(row: int, message: str) -> None:
+        failed.add(row)
+        if on_unreadable is not None:
+            on_unreadable(row, message)
+
+    images = load_images(
+        pairs["image"].to_list(), preprocess, unreadable if on_unreadable is not None else None
+    )
+    texts = [text for row, text in enumerate(pairs["text"].to_list()) if row not in failed]
+    n = len(texts)
     if n < settings.batch_size:
-        raise ValueError(f"corpus has {n} pairs, fewer than batch_size {settings.batch_size}")
+        raise ValueError(
+            f"{n} pairs with a readable image, fewer than batch_size {settings.batch_size}"
+        )
+    tokens = tokenizer(texts)
     steps_per_epoch = n // settings.batch_size
     total_steps = steps_per_epoch * settings.epochs
     optimizer = torch.optim.AdamW(
@@ -119,3 +304,73 @@ def save_checkpoint(state_dict: dict[str, torch.Tensor], path: str | Path) -> No
     torch.save(state_dict, buffer)
     with atomic_path(path) as tmp:
         tmp.write_bytes(buffer.getvalue())
+
+
+def train_model_job(
+    model_key: str,
+    model_entry: dict[str, Any],
+    caption_shards: Sequence[str],
+    images_root: str | None,
+    checkpoint: str,
+    history: str,
+    info: str,
+    rejected_out: str,
+    log: Callable[[str], None] = print,
+) -> None:
+    """Train ``models.<model_key>`` on a corpus's caption shards; write its checkpoint, loss
+    history, info.json and the captions it could not train on (``rejected_out``)."""
+    arch = model_entry["open_clip"]
+    settings = TrainSettings.from_config(model_entry["train"])
+    pairs, rejected = _pairs_with_ids(caption_shards, images_root)
+    shards = ", ".join(str(s) for s in caption_shards) or "(no shards)"
+    if pairs.height == 0:
+        reasons = _reason_counts(rejected)
+        raise ValueError(
+            f"models.{model_key}: no usable (image, caption) pair in the caption shards "
+            f"{shards} (images folder: {images_root}); rejected: {reasons or 'no captions'}"
+        )
+    unreadable: list[int] = []
+    log(
+        f"training {arch} on {pairs.height} pairs from {len(caption_shards)} caption shard(s) "
+        f"({rejected.height} captions rejected: {_reason_counts(rejected)})"
+    )
+
+    def record(row: int, message: str) -> None:
+        unreadable.append(row)
+        log(f"{pairs['image'][row]}: {IMAGE_UNREADABLE}: {message}")
+
+    try:
+        state, losses = train_clip(
+            arch, pairs.drop("image_id"), settings, log, on_unreadable=record
+        )
+    except ValueError as error:
+        raise ValueError(f"models.{model_key}: caption shards {shards}: {error}") from error
+    if unreadable:
+        failed = pairs[unreadable].select(
+            "caption_id", "image_id", reason=pl.lit(IMAGE_UNREADABLE, dtype=pl.String)
+        )
+        rejected = pl.concat([rejected, failed])
+    n_pairs = pairs.height - len(unreadable)
+    save_checkpoint(state, checkpoint)
+    write_parquet(losses, history, metadata=_models.provenance(model=model_key, arch=arch))
+    write_parquet(rejected, rejected_out, metadata=_models.provenance(model=model_key))
+    write_json(
+        {
+            "model": model_key,
+            "arch": arch,
+            "train": model_entry["train"],
+            "caption_shards": [str(s) for s in caption_shards],
+            "images": images_root,
+            "n_pairs": n_pairs,
+            "n_rejected": rejected.height,
+            "rejected_reasons": _reason_counts(rejected),
+            "final_loss": losses["mean_loss"][-1],
+            "checkpoint_sha256": _models.file_sha256(checkpoint),
+            "versions": _models.provenance(),
+        },
+        info,
+    )
+
+
+def _reason_counts(rejected: pl.DataFrame) -> dict[str, int]:
+    return dict(sorted(Counter(rejected["reason"].to_list()).items()))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import csv
+import io
 import re
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,6 +21,10 @@ from vlcomp.importers.common import (
     CandidateRows,
     Imported,
     ImportFormatError,
+    OnError,
+    RecordError,
+    check_on_error,
+    read_text,
     region_image,
     require_text,
     source_label,
@@ -36,12 +41,12 @@ _BOX = ("x", "y", "width", "height")
 def _parse_list(raw: str, column: str, where: str) -> list[str]:
     try:
         value = ast.literal_eval(raw)
-    except (ValueError, SyntaxError) as error:
-        raise ImportFormatError(
-            f"{where}: {column} is not a Python list literal: {raw[:80]!r}"
+    except (ValueError, SyntaxError, MemoryError, RecursionError) as error:
+        raise RecordError(
+            where, f"{column} is not a Python list literal", f": {raw[:80]!r}"
         ) from error
     if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise ImportFormatError(f"{where}: {column} must be a list of strings, got {raw[:80]!r}")
+        raise RecordError(where, f"{column} must be a list of strings", f", got {raw[:80]!r}")
     return list(value)
 
 
@@ -51,32 +56,50 @@ def _box(row: dict[str, str], where: str) -> tuple[float, ...]:
         try:
             value = float(row[name])
         except ValueError as error:
-            raise ImportFormatError(f"{where}: {name} is not a number: {row[name]!r}") from error
-        if value < 0 or value != value:
-            raise ImportFormatError(f"{where}: {name} is invalid ({row[name]!r})")
+            raise RecordError(where, f"{name} is not a number", f": {row[name]!r}") from error
+        if value < 0 or value != value or value == float("inf"):
+            raise RecordError(where, f"{name} is invalid", f" ({row[name]!r})")
         values.append(value)
     if values[2] <= 0 or values[3] <= 0:
-        raise ImportFormatError(f"{where}: empty region (width={values[2]}, height={values[3]})")
+        raise RecordError(where, "empty region", f" (width={values[2]}, height={values[3]})")
     return tuple(values)
+
+
+def productivity_complexity(path: str | Path) -> int | None:
+    """The complexity n a productivity file name gives (``..._complexity_<n>.csv``)."""
+    match = _PROD_NAME.search(Path(path).stem)
+    return int(match.group(2)) if match else None
+
+
+def _raw_row(row: dict, header: list[str]) -> str:
+    fields = [row[c] for c in header if row.get(c) is not None] + list(row.get(None) or [])
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(fields)
+    return out.getvalue()
 
 
 def read_crepe_csv(
     path: str | Path,
     kinds: Sequence[str] = ("atom", "comp"),
     benchmark: str | None = None,
+    on_error: OnError = "raise",
 ) -> Imported:
     """Systematicity or productivity file, told apart by its header.
 
     ``kinds`` picks the systematicity hard-negative columns (atom, comp, combined); it is
     ignored for productivity files, whose family comes from the file name. item_id is
     ``crepe/<file stem>/<row>/<kind>`` with the 0-based data row. Rows whose negatives are
-    empty, or negatives equal to the caption or repeated, go to ``rejected``.
+    empty, or negatives equal to the caption or repeated, go to ``rejected``; so do malformed
+    rows (located by ``row=<index>``) with ``on_error="reject"``.
     """
+    check_on_error(on_error)
     path = Path(path)
     label = source_label(path)
-    with path.open(newline="", encoding="utf-8") as handle:
+    # utf-8-sig: a spreadsheet's byte-order mark must not rename the first column.
+    handle = io.StringIO(read_text(path, "utf-8-sig"), newline="")
+    try:
         reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
+        header = list(reader.fieldnames or [])
         base = ["image_id", "caption", *_BOX]
         if "hard_negs" in header:
             match = _PROD_NAME.search(path.stem)
@@ -101,16 +124,25 @@ def read_crepe_csv(
         rows = CandidateRows()
         for index, row in enumerate(reader):
             where = f"{path}, row {index} (line {reader.line_num})"
-            if None in row or any(row.get(c) is None for c in header):
-                raise ImportFormatError(f"{where}: wrong number of fields")
-            image_id = require_text(row["image_id"], "image_id", where).strip()
-            caption = require_text(row["caption"], "caption", where)
-            image = region_image(image_id, *_box(row, where))
+            try:
+                if None in row or any(row.get(c) is None for c in header):
+                    raise RecordError(where, "wrong number of fields")
+                image_id = require_text(row["image_id"], "image_id", where).strip()
+                caption = require_text(row["caption"], "caption", where)
+                image = region_image(image_id, *_box(row, where))
+                lists = {
+                    family: _parse_list(row[column], column, where)
+                    for family, column in columns.items()
+                }
+            except RecordError as error:
+                if on_error == "raise":
+                    raise
+                rows.reject(label, f"row={index}", error.reason, _raw_row(row, header))
+                continue
             region = f";region_id={row['region_id']}" if row.get("region_id") else ""
             for family, column in columns.items():
-                negatives = _parse_list(row[column], column, where)
                 kept: list[str] = []
-                for negative in negatives:
+                for negative in lists[family]:
                     if negative == caption:
                         reason = f"{column}: negative equals the caption"
                     elif negative in kept:
@@ -137,4 +169,6 @@ def read_crepe_csv(
                     generator=GENERATOR,
                     provenance=f"{label}#row={index}{region}",
                 )
+    except csv.Error as error:
+        raise ImportFormatError(f"{path}: not a readable CSV file ({error})") from error
     return rows.build()

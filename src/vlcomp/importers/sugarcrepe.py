@@ -20,7 +20,12 @@ from vlcomp.importers.common import (
     CandidateRows,
     Imported,
     ImportFormatError,
+    OnError,
+    RecordError,
+    check_on_error,
     concat_imports,
+    raw_json,
+    read_text,
     require_text,
     source_label,
 )
@@ -44,28 +49,72 @@ def sugarcrepe_type(family: str, target: str) -> str:
     return f"{family}_{target}"
 
 
-def _reject_duplicate_keys(where: str):
-    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
-        seen: dict[str, object] = {}
+def sugarcrepe_file_type(path: str | Path) -> str | None:
+    """The SugarCrepe type a ``<type>.json`` file name gives (old ``*_ent`` names mapped to
+    ``*_obj``), or None for any other name."""
+    stem = Path(path).stem
+    type_name = _ALIASES.get(stem, stem)
+    return type_name if type_name in SUGARCREPE_TYPES else None
+
+
+class _Object(dict):
+    """A JSON object that remembers the keys it repeated (later occurrences, in order)."""
+
+    duplicates: list[tuple[str, object]]
+
+
+def _json_objects(where: str, on_error: OnError):
+    """``object_pairs_hook``: raise on a repeated key, or (``reject``) keep the first
+    occurrence and remember the others on the object."""
+
+    def hook(pairs: list[tuple[str, object]]) -> _Object:
+        seen = _Object()
+        seen.duplicates = []
         for key, value in pairs:
             if key in seen:
-                raise ImportFormatError(f"{where}: duplicate key {key!r}")
+                if on_error == "raise":
+                    raise ImportFormatError(f"{where}: duplicate key {key!r}")
+                seen.duplicates.append((key, value))
+                continue
             seen[key] = value
         return seen
 
     return hook
 
 
+def _record_item(record: object, where: str) -> tuple[str, str, str]:
+    """(filename, caption, negative_caption) of one record, or ``RecordError``."""
+    if not isinstance(record, dict):
+        raise RecordError(where, "expected an object", f", got {type(record).__name__}")
+    if getattr(record, "duplicates", None):
+        keys = sorted({key for key, _ in record.duplicates})
+        raise RecordError(where, "duplicate field(s)", f" {keys}")
+    missing = [f for f in ("filename", "caption", "negative_caption") if f not in record]
+    if missing:
+        raise RecordError(where, f"missing field(s) {missing}")
+    return (
+        require_text(record["filename"], "filename", where),
+        require_text(record["caption"], "caption", where),
+        require_text(record["negative_caption"], "negative_caption", where),
+    )
+
+
 def read_sugarcrepe_file(
-    path: str | Path, variant: str | None = None, benchmark: str | None = None
+    path: str | Path,
+    variant: str | None = None,
+    benchmark: str | None = None,
+    on_error: OnError = "raise",
 ) -> Imported:
     """One ``<type>.json`` file; ``variant`` defaults to the parent folder's name.
 
-    item_id is ``sugarcrepe/<variant>/<type>/<key>`` with the file's original key.
+    item_id is ``sugarcrepe/<variant>/<type>/<key>`` with the file's original key. With
+    ``on_error="reject"`` a malformed record, and every repetition of a key after its first
+    occurrence (reason ``duplicate key``), becomes a rejected row located by ``key=<key>``.
     """
+    check_on_error(on_error)
     path = Path(path)
-    type_name = _ALIASES.get(path.stem, path.stem)
-    if type_name not in SUGARCREPE_TYPES:
+    type_name = sugarcrepe_file_type(path)
+    if type_name is None:
         raise ImportFormatError(
             f"{path}: unknown SugarCrepe type {path.stem!r} (expected one of "
             f"{sorted(SUGARCREPE_TYPES)})"
@@ -74,9 +123,7 @@ def read_sugarcrepe_file(
     benchmark = benchmark or BENCHMARKS.get(variant, f"sugarcrepe_{variant}")
     family, target = SUGARCREPE_TYPES[type_name]
     try:
-        data = json.loads(
-            path.read_text(encoding="utf-8"), object_pairs_hook=_reject_duplicate_keys(str(path))
-        )
+        data = json.loads(read_text(path), object_pairs_hook=_json_objects(str(path), on_error))
     except json.JSONDecodeError as error:
         raise ImportFormatError(f"{path}: not valid JSON ({error})") from error
     if not isinstance(data, dict):
@@ -87,14 +134,13 @@ def read_sugarcrepe_file(
     label = source_label(path)
     for key, record in data.items():
         where = f"{path}, key {key!r}"
-        if not isinstance(record, dict):
-            raise ImportFormatError(f"{where}: expected an object, got {type(record).__name__}")
-        missing = [f for f in ("filename", "caption", "negative_caption") if f not in record]
-        if missing:
-            raise ImportFormatError(f"{where}: missing field(s) {missing}")
-        filename = require_text(record["filename"], "filename", where)
-        positive = require_text(record["caption"], "caption", where)
-        negative = require_text(record["negative_caption"], "negative_caption", where)
+        try:
+            filename, positive, negative = _record_item(record, where)
+        except RecordError as error:
+            if on_error == "raise":
+                raise
+            rows.reject(label, f"key={key}", error.reason, raw_json(record))
+            continue
         if positive == negative:
             rows.reject(label, f"key={key}", "negative_caption equals caption", positive)
             continue
@@ -109,20 +155,23 @@ def read_sugarcrepe_file(
             generator=GENERATOR,
             provenance=f"{label}#key={key}",
         )
+    for key, record in getattr(data, "duplicates", []):
+        rows.reject(label, f"key={key}", "duplicate key", raw_json(record))
     return rows.build()
 
 
 def read_sugarcrepe_dir(
-    directory: str | Path, variant: str | None = None, benchmark: str | None = None
+    directory: str | Path,
+    variant: str | None = None,
+    benchmark: str | None = None,
+    on_error: OnError = "raise",
 ) -> Imported:
     """Every known ``<type>.json`` in ``directory`` (sorted by type); error if none."""
     directory = Path(directory)
-    files = sorted(
-        p for p in directory.glob("*.json") if _ALIASES.get(p.stem, p.stem) in SUGARCREPE_TYPES
-    )
+    files = sorted(p for p in directory.glob("*.json") if sugarcrepe_file_type(p))
     if not files:
         raise ImportFormatError(f"{directory}: no SugarCrepe <type>.json files")
-    return concat_imports([read_sugarcrepe_file(p, variant, benchmark) for p in files])
+    return concat_imports([read_sugarcrepe_file(p, variant, benchmark, on_error) for p in files])
 
 
 def content_key_frame(candidates: pl.DataFrame) -> pl.DataFrame:

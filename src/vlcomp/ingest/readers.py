@@ -18,7 +18,9 @@ duplicates (reason ``duplicate_id``).
 from __future__ import annotations
 
 import array
+import csv
 import html
+import io
 import json
 import lzma
 import math
@@ -250,6 +252,47 @@ def read_text_jsonl(
             caption_id = f"{corpus}/{own}"
         image = obj.get(image_field) if image_field is not None else None
         yield Candidate(caption_id, None if image is None else str(image), obj.get(text_field), loc)
+
+
+def read_text_csv(
+    path: Path, corpus: str, key: str, opts: Mapping[str, Any], shared: Shared | None = None
+) -> Iterator[Item]:
+    """A user corpus as CSV with a header row: ``text_column`` (and optional ``id_column``,
+    ``image_column``); quoted fields may span lines. Rows are numbered from 1 after the
+    header."""
+    seen = (shared or Shared()).seen
+    text_col, id_col, image_col = opts["text_column"], opts["id_column"], opts["image_column"]
+    with open_binary(path) as raw:
+        handle = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
+        reader = csv.reader(handle)
+        header = next(reader, None)
+        if header is None:
+            raise CorruptInputError(path, "line 1", "empty file, expected a header row")
+        missing = [c for c in (text_col, id_col, image_col) if c is not None and c not in header]
+        if missing:
+            raise CorruptInputError(path, "line 1", f"header has no column(s) {missing}")
+        index = {name: i for i, name in enumerate(header)}
+        for n, row in enumerate(reader, 1):
+            loc = f"row {n}"
+            if not any(field.strip() for field in row):
+                yield Rejected(loc, "empty", "")
+                continue
+            if len(row) != len(header):
+                reason = "missing_columns" if len(row) < len(header) else "extra_columns"
+                yield Rejected(loc, reason, ",".join(row))
+                continue
+            caption_id = f"{corpus}/{key}/{n}"
+            if id_col is not None:
+                own = row[index[id_col]].strip()
+                if not own:
+                    yield Rejected(loc, "missing_field", ",".join(row))
+                    continue
+                if not seen.add(own):
+                    yield Rejected(loc, "duplicate_id", ",".join(row))
+                    continue
+                caption_id = f"{corpus}/{own}"
+            image = row[index[image_col]].strip() if image_col is not None else ""
+            yield Candidate(caption_id, image or None, row[index[text_col]], loc)
 
 
 _HTML_TAG = re.compile(r"</?[A-Za-z][^<>]*>")
@@ -616,6 +659,12 @@ FORMATS: dict[str, Format] = {
     ),
     "coco_json": Format(read_coco_json, (".json", *COMPRESSED), {}, "own"),
     "vg_regions": Format(read_vg_regions, (".json", *COMPRESSED), {}, "own"),
+    "text_csv": Format(
+        read_text_csv,
+        (".csv", *_TEXT_SUFFIXES),
+        {"text_column": "caption", "id_column": None, "image_column": None},
+        "row",
+    ),
     "text_lines": Format(read_text_lines, (".txt", *_TEXT_SUFFIXES), _LINE, "line"),
     "text_jsonl": Format(
         read_text_jsonl,

@@ -302,6 +302,13 @@ def _regions(vg_dir: Path, filters: RegionFilters) -> Iterator[tuple[str, str, A
     if use_region_graphs:
         path, scene = region_graphs, None
     else:
+        if filters.graphs == "auto":
+            log.warning(
+                "%s: no region_graphs.json; region graphs are derived from the image scene "
+                "graphs (every object inside a region's box counts, which over-approximates "
+                "what the phrase states)",
+                vg_dir,
+            )
         path = vg_dir / "region_descriptions.json"
         if (vg_dir / "scene_graphs.json").is_file():
             scene = _Joined(_by_image(vg_dir / "scene_graphs.json"))

@@ -1,39 +1,206 @@
 """Hard negatives by editing a caption's words where its scene graph says what they mean.
 
-Given a caption and its scene graph (ground truth or parsed), each edit changes one thing:
+Given a caption, its scene graph (from a data set's annotation or parsed) and what its
+image contains (``ImageContents``: the union of the graphs of every caption or region of
+that image), each edit changes one thing:
 
-- replace/att: one attribute word -> an attribute of the same kind absent from the image;
+- replace/att: one attribute word -> a value of the same kind (``lexicon.attribute_kind``)
+  that nothing in the image has (synonyms included: no "big" where the image has "large");
+  a value of no known kind is never replaced;
 - replace/obj: one object noun -> an object type absent from the image (plural kept);
-- swap/att: the attributes of two objects exchanged (rejected if the result is true of
-  the image, e.g. both bindings exist elsewhere in it);
-- replace/rel: one relation phrase -> its converse ("left of" -> "right of"), false for the
-  pair whenever the original is true.
+- swap/att: the same-kind attributes of two objects exchanged (rejected if the result is
+  true of the image: both swapped bindings are stated for it);
+- replace/rel: one spatial relation phrase -> the converse phrase ("to the left of" ->
+  "to the right of"), false for the pair whenever the original is true; rejected when the
+  two ends are described alike ("a circle left of a circle") or the image states the
+  converse for the same object types.
 
-An edit is made only where the word to change occurs exactly once in the caption, so the
-change is unambiguous. Items with no valid edit of a kind are counted by reason.
+The foils come from ``Vocabulary``: what the evaluation set itself states. An edit is made
+only where the word to change occurs exactly once in the caption, so the change is
+unambiguous; "a"/"an" before a replaced word is fixed. An item with no valid edit of a
+kind is counted by the furthest reason it got to (``REASONS``).
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
 
 import numpy as np
+
+from . import lexicon
+
+Graph = Mapping[str, Sequence[Mapping[str, Any]] | None]
+
+# Failure reasons, per edit kind, in the order an edit gets further.
+NO_ATTRIBUTE = "replace att: no attribute"
+UNKNOWN_KIND = "replace att: attribute of unknown kind"
+ATTRIBUTE_NOT_ONCE = "replace att: attribute not once in the text"
+NO_ATTRIBUTE_FOIL = "replace att: no absent same-kind foil"
+NO_OBJECT = "replace obj: no object"
+OBJECT_NOT_ONCE = "replace obj: no object once in the text"
+NO_OBJECT_FOIL = "replace obj: no absent object type"
+NO_PAIR = "swap att: no two objects with same-kind attributes"
+PAIR_NOT_ONCE = "swap att: attributes not once in the text"
+SWAP_TRUE = "swap att: swap true of the image"
+NO_RELATION = "replace rel: no relation"
+NO_CONVERSE = "replace rel: no spatial relation with a converse"
+RELATION_NOT_ONCE = "replace rel: relation not once in the text"
+CONVERSE_TRUE = "replace rel: converse true of the image"
+REASONS: tuple[str, ...] = (
+    NO_ATTRIBUTE,
+    UNKNOWN_KIND,
+    ATTRIBUTE_NOT_ONCE,
+    NO_ATTRIBUTE_FOIL,
+    NO_OBJECT,
+    OBJECT_NOT_ONCE,
+    NO_OBJECT_FOIL,
+    NO_PAIR,
+    PAIR_NOT_ONCE,
+    SWAP_TRUE,
+    NO_RELATION,
+    NO_CONVERSE,
+    RELATION_NOT_ONCE,
+    CONVERSE_TRUE,
+)
+
+
+def _rows(graph: Graph, key: str) -> Sequence[Mapping[str, Any]]:
+    return graph.get(key) or ()
+
+
+def _lemmas(graph: Graph) -> dict[int, str]:
+    return {o["idx"]: lexicon.normalise(o["lemma"] or o["name"]) for o in _rows(graph, "objects")}
+
+
+def object_keys(lemma: str) -> frozenset[str]:
+    """An object type and its head noun ("tennis racket" -> also "racket")."""
+    return frozenset({lexicon.normalise(lemma), lexicon.head_word(lemma)}) - {""}
 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """What an edit may substitute: attribute values by kind, object lemmas, predicates."""
+    """What an edit may substitute: attribute values by kind, object lemmas and the
+    canonical spatial predicates the evaluation set states."""
 
-    attributes: Mapping[str, Sequence[str]]  # kind -> values, e.g. {"colour": [...], "size": [...]}
+    attributes: Mapping[str, Sequence[str]]  # kind -> values, e.g. {"colour": [...], ...}
     objects: Sequence[str]
-    relation_surfaces: Mapping[str, Sequence[str]]  # canonical predicate -> surface forms
-    converse: Mapping[str, str]
+    predicates: frozenset[str] = frozenset()
+
+    @classmethod
+    def from_graphs(cls, graphs: Iterable[Graph]) -> Vocabulary:
+        """Everything the graphs state: object lemmas, attribute values of a known kind
+        grouped by kind, spatial predicates (all sorted, so the order is fixed)."""
+        objects: set[str] = set()
+        attributes: dict[str, set[str]] = {}
+        predicates: set[str] = set()
+        for graph in graphs:
+            objects.update(v for v in _lemmas(graph).values() if v)
+            for attribute in _rows(graph, "attributes"):
+                value = lexicon.normalise(attribute["value"])
+                kind = lexicon.attribute_kind(value)
+                if kind is not None:
+                    attributes.setdefault(kind, set()).add(value)
+            for relation in _rows(graph, "relations"):
+                canonical = lexicon.predicate_of(relation["pred"])
+                if canonical is not None:
+                    predicates.add(canonical)
+        return cls(
+            attributes={k: sorted(v) for k, v in sorted(attributes.items())},
+            objects=sorted(objects),
+            predicates=frozenset(predicates),
+        )
 
     def attribute_kind(self, value: str) -> str | None:
-        return next((k for k, vs in self.attributes.items() if value in vs), None)
+        return lexicon.attribute_kind(value)
+
+    def converse(self, pred: str) -> tuple[str, str] | None:
+        """(canonical, converse) of a spatial predicate whose converse the set states."""
+        canonical = lexicon.predicate_of(pred)
+        if canonical is None or lexicon.CONVERSE[canonical] not in self.predicates:
+            return None
+        return canonical, lexicon.CONVERSE[canonical]
+
+
+# An object as a caption describes it: its lemma and its attribute values.
+Description = tuple[str, frozenset[str]]
+
+
+def describe(graph: Graph, idx: int) -> Description:
+    values = {lexicon.normalise(a["value"]) for a in _rows(graph, "attributes") if a["obj"] == idx}
+    return _lemmas(graph).get(idx, ""), frozenset(values)
+
+
+def _keys_by_kind(values: Iterable[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for value in values:
+        kind = lexicon.attribute_kind(value)
+        if kind is not None:
+            out.setdefault(kind, set()).update(lexicon.value_keys(value))
+    return out
+
+
+def compatible(a: Description, b: Description) -> bool:
+    """Whether two descriptions could be of the same object: the same lemma, and no
+    attribute kind for which both state values and none agree ("red circle" and "large
+    circle" could be; "red circle" and "blue circle" could not)."""
+    if a[0] != b[0]:
+        return False
+    kinds_a, kinds_b = _keys_by_kind(a[1]), _keys_by_kind(b[1])
+    return all(kinds_a[k] & kinds_b[k] for k in kinds_a.keys() & kinds_b.keys())
+
+
+@dataclass
+class ImageContents:
+    """What is stated of one image (by any of its captions or regions)."""
+
+    objects: set[str] = field(default_factory=set)  # object_keys
+    attributes: set[str] = field(default_factory=set)  # lexicon.value_keys
+    bindings: set[tuple[str, str]] = field(default_factory=set)  # (value key, lemma)
+    # (subject, canonical predicate, object), both ways round ("A left of B" also as
+    # "B right of A"); subject and object as ``Description``s
+    relations: set[tuple[Description, str, Description]] = field(default_factory=set)
+
+    def add(self, graph: Graph) -> None:
+        lemma = _lemmas(graph)
+        for name in lemma.values():
+            self.objects |= object_keys(name)
+        for attribute in _rows(graph, "attributes"):
+            keys = lexicon.value_keys(attribute["value"])
+            self.attributes |= keys
+            target = lemma.get(attribute["obj"])
+            if target is not None:
+                self.bindings |= {(k, o) for k in keys for o in object_keys(target)}
+        for relation in _rows(graph, "relations"):
+            canonical = lexicon.predicate_of(relation["pred"])
+            if canonical is None or relation["subj"] not in lemma or relation["obj"] not in lemma:
+                continue
+            s, o = describe(graph, relation["subj"]), describe(graph, relation["obj"])
+            self.relations.add((s, canonical, o))
+            self.relations.add((o, lexicon.CONVERSE[canonical], s))
+
+    def has_attribute(self, value: str) -> bool:
+        return bool(lexicon.value_keys(value) & self.attributes)
+
+    def has_object(self, lemma: str) -> bool:
+        return bool(object_keys(lemma) & self.objects)
+
+    def has_binding(self, value: str, lemma: str) -> bool:
+        return any(
+            (k, lexicon.normalise(lemma)) in self.bindings for k in lexicon.value_keys(value)
+        )
+
+    def may_hold(self, subject: Description, predicate: str, object_: Description) -> bool:
+        """Whether a stated relation could be this one: same predicate, and ends that
+        could be the same objects (``compatible``)."""
+        return any(
+            p == predicate and compatible(subject, s) and compatible(object_, o)
+            for s, p, o in self.relations
+        )
 
 
 @dataclass(frozen=True)
@@ -44,11 +211,16 @@ class Edit:
     detail: str
 
 
+@lru_cache(maxsize=1 << 14)
 def _word_pattern(word: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])", re.IGNORECASE)
+    words = r"\s+".join(re.escape(w) for w in word.split())
+    return re.compile(rf"(?<![\w-]){words}(?![\w-])", re.IGNORECASE)
 
 
 def _occurrences(text: str, word: str) -> int:
+    words = word.split()
+    if not words or words[0].lower() not in text.lower():
+        return 0
     return len(_word_pattern(word).findall(text))
 
 
@@ -83,82 +255,108 @@ def _fix_article(text: str, word: str) -> str:
     return re.sub(rf"\b(an?)\s+({re.escape(word)})\b", fix, text, flags=re.IGNORECASE)
 
 
+def _pick(rng: np.random.Generator, options: Sequence[Any]) -> Any:
+    return options[int(rng.integers(len(options)))]
+
+
+SAMPLE_TRIES = 64
+
+
+def _absent(
+    rng: np.random.Generator, pool: Sequence[str], present: Callable[[str], bool]
+) -> str | None:
+    """A value of ``pool`` drawn uniformly among those not ``present`` (None if none).
+
+    A large pool (an open vocabulary of object types) is sampled with rejection first, so
+    the cost does not grow with the pool; a small one is filtered."""
+    if len(pool) > SAMPLE_TRIES:
+        for _ in range(SAMPLE_TRIES):
+            value = _pick(rng, pool)
+            if not present(value):
+                return value
+    options = [v for v in pool if not present(v)]
+    return _pick(rng, options) if options else None
+
+
 def replace_attribute(
-    text: str,
-    graph: Mapping[str, list[dict]],
-    image_attributes: set[str],
-    vocab: Vocabulary,
-    rng: np.random.Generator,
+    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
 ) -> Edit | str:
-    """One attribute -> an attribute of the same kind that nothing in the image has."""
-    options = []
-    for attribute in graph["attributes"]:
-        value = attribute["value"]
+    """One attribute -> a value of the same kind that nothing in the image has."""
+    attributes = _rows(graph, "attributes")
+    if not attributes:
+        return NO_ATTRIBUTE
+    reason, options = UNKNOWN_KIND, []
+    for value in dict.fromkeys(a["value"] for a in attributes):
         kind = vocab.attribute_kind(value)
-        if kind is None or _occurrences(text, value) != 1:
+        if kind is None:
             continue
-        foils = [v for v in vocab.attributes[kind] if v not in image_attributes]
-        if foils:
-            options.append((value, foils))
+        if _occurrences(text, value) != 1:
+            reason = max(reason, ATTRIBUTE_NOT_ONCE, key=REASONS.index)
+            continue
+        foils = [v for v in vocab.attributes.get(kind, ()) if not image.has_attribute(v)]
+        if not foils:
+            reason = NO_ATTRIBUTE_FOIL
+            continue
+        options.append((value, foils))
     if not options:
-        return "no attribute with an absent same-kind foil"
-    value, foils = options[int(rng.integers(len(options)))]
-    foil = foils[int(rng.integers(len(foils)))]
+        return reason
+    value, foils = _pick(rng, options)
+    foil = _pick(rng, foils)
     edited = _fix_article(_replace_once(text, value, foil), foil)
     return Edit("replace", "att", edited, f"{value}->{foil}")
 
 
 def replace_object(
-    text: str,
-    graph: Mapping[str, list[dict]],
-    image_objects: set[str],
-    vocab: Vocabulary,
-    rng: np.random.Generator,
+    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
 ) -> Edit | str:
     """One object noun -> an object type absent from the image, keeping its number."""
-    foils = [o for o in vocab.objects if o not in image_objects]
-    if not foils:
-        return "no absent object type"
-    candidates = [o for o in graph["objects"] if _occurrences(text, o["name"]) == 1]
+    objects = _rows(graph, "objects")
+    if not objects:
+        return NO_OBJECT
+    candidates = [o for o in objects if o["name"] and _occurrences(text, o["name"]) == 1]
     if not candidates:
-        return "no uniquely mentioned object"
-    obj = candidates[int(rng.integers(len(candidates)))]
-    foil = foils[int(rng.integers(len(foils)))]
-    plural = obj["name"].lower() != obj["lemma"].lower()
+        return OBJECT_NOT_ONCE
+    obj = _pick(rng, candidates)
+    foil = _absent(rng, vocab.objects, image.has_object)
+    if foil is None:
+        return NO_OBJECT_FOIL
+    plural = lexicon.normalise(obj["name"]) != lexicon.normalise(obj["lemma"] or obj["name"])
     replacement = pluralize(foil) if plural else foil
     edited = _fix_article(_replace_once(text, obj["name"], replacement), replacement)
     return Edit("replace", "obj", edited, f"{obj['name']}->{replacement}")
 
 
 def swap_attributes(
-    text: str,
-    graph: Mapping[str, list[dict]],
-    image_bindings: set[tuple[str, str]],
-    vocab: Vocabulary,
-    rng: np.random.Generator,
+    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
 ) -> Edit | str:
     """Exchange same-kind attributes of two objects; reject swaps still true of the image."""
-    lemma = {o["idx"]: o["lemma"] for o in graph["objects"]}
+    lemma = _lemmas(graph)
     by_object: dict[int, list[str]] = {}
-    for attribute in graph["attributes"]:
+    for attribute in _rows(graph, "attributes"):
         by_object.setdefault(attribute["obj"], []).append(attribute["value"])
-    pairs = []
+    reason, pairs = NO_PAIR, []
     objects = sorted(by_object)
     for i, a in enumerate(objects):
         for b in objects[i + 1 :]:
             for va in by_object[a]:
                 for vb in by_object[b]:
                     kind = vocab.attribute_kind(va)
-                    if kind is None or kind != vocab.attribute_kind(vb) or va == vb:
+                    if kind is None or kind != vocab.attribute_kind(vb):
+                        continue
+                    if lexicon.value_keys(va) & lexicon.value_keys(vb):
                         continue
                     if _occurrences(text, va) != 1 or _occurrences(text, vb) != 1:
+                        reason = max(reason, PAIR_NOT_ONCE, key=REASONS.index)
                         continue
-                    if (vb, lemma[a]) in image_bindings and (va, lemma[b]) in image_bindings:
-                        continue  # the swapped caption would still be true of the image
+                    if image.has_binding(vb, lemma.get(a, "")) and image.has_binding(
+                        va, lemma.get(b, "")
+                    ):
+                        reason = SWAP_TRUE  # the swapped caption would still be true
+                        continue
                     pairs.append((va, vb))
     if not pairs:
-        return "no swappable attribute pair"
-    va, vb = pairs[int(rng.integers(len(pairs)))]
+        return reason
+    va, vb = _pick(rng, pairs)
     placeholder = "\u0000"
     edited = _replace_once(text, va, placeholder)
     edited = _replace_once(edited, vb, va)
@@ -167,50 +365,48 @@ def swap_attributes(
 
 
 def replace_relation(
-    text: str,
-    graph: Mapping[str, list[dict]],
-    vocab: Vocabulary,
-    rng: np.random.Generator,
+    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
 ) -> Edit | str:
-    """One relation phrase -> a surface form of its converse predicate."""
-    surfaces = sorted(
-        ((s, p) for p, ss in vocab.relation_surfaces.items() for s in ss),
-        key=lambda sp: -len(sp[0]),
-    )
-    options = []
-    for relation in graph["relations"]:
-        pred = relation["pred"]
-        if pred not in vocab.converse:
+    """One spatial relation phrase -> its converse phrase, written the same way."""
+    relations = _rows(graph, "relations")
+    if not relations:
+        return NO_RELATION
+    lemma = _lemmas(graph)
+    reason, options = NO_CONVERSE, []
+    for relation in relations:
+        pair = vocab.converse(relation["pred"])
+        if pair is None:
             continue
-        for surface, canonical in surfaces:
-            if canonical == pred and _occurrences(text, surface) == 1:
-                options.append((surface, pred))
-                break
+        canonical, converse = pair
+        surface = next(
+            (s for s in lexicon.surfaces_of(canonical) if _occurrences(text, s) == 1), None
+        )
+        if surface is None:
+            reason = max(reason, RELATION_NOT_ONCE, key=REASONS.index)
+            continue
+        if relation["subj"] not in lemma or relation["obj"] not in lemma:
+            continue
+        s, o = describe(graph, relation["subj"]), describe(graph, relation["obj"])
+        if image.may_hold(s, converse, o):  # also "a circle left of a circle"
+            reason = CONVERSE_TRUE
+            continue
+        if surface not in [opt[0] for opt in options]:
+            options.append((surface, lexicon.CONVERSE_SURFACE[surface]))
     if not options:
-        return "no uniquely stated relation with a converse"
-    surface, pred = options[int(rng.integers(len(options)))]
-    foils = list(vocab.relation_surfaces[vocab.converse[pred]])
-    foil = foils[int(rng.integers(len(foils)))]
+        return reason
+    surface, foil = _pick(rng, options)
     edited = _replace_once(text, surface, foil)
     return Edit("replace", "rel", edited, f"{surface}->{foil}")
 
 
+EDITS = (replace_attribute, replace_object, swap_attributes, replace_relation)
+
+
 def edit_caption(
-    text: str,
-    graph: Mapping[str, list[dict]],
-    image_objects: set[str],
-    image_attributes: set[str],
-    image_bindings: set[tuple[str, str]],
-    vocab: Vocabulary,
-    rng: np.random.Generator,
+    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
 ) -> tuple[list[Edit], Counter[str]]:
     """Every edit kind for one caption; failures counted by reason."""
-    results = [
-        replace_attribute(text, graph, image_attributes, vocab, rng),
-        replace_object(text, graph, image_objects, vocab, rng),
-        swap_attributes(text, graph, image_bindings, vocab, rng),
-        replace_relation(text, graph, vocab, rng),
-    ]
+    results = [edit(text, graph, image, vocab, rng) for edit in EDITS]
     edits = [r for r in results if isinstance(r, Edit) and r.text != text]
     failures = Counter(r for r in results if isinstance(r, str))
     return edits, failures

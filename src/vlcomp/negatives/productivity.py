@@ -16,9 +16,10 @@ each complexity n (default 4..12):
    each of HN-ATOM / HN-SWAP / HN-NEG, each checked against the full scene graph.
 
 Outputs: ``CANDIDATES_SCHEMA`` rows, one item per (walk, family) with the positive first
-(benchmark ``crepe_productivity``, item_id ``crepe_productivity/<image>/n<n>/w<k>/<family>``,
-image = the image id, generator ``template:productivity``, provenance JSON); an items
-table (item_id, image_id, complexity, x, y, width, height: the crop); a failure table
+(benchmark ``crepe_productivity`` unless named, item_id
+``<benchmark>/<image>/n<n>/w<k>/<family>``, image = the image id, generator
+``template:productivity``, provenance JSON); an items table (item_id, image_id,
+complexity, x, y, width, height: the crop); a failure table
 (reason, family, complexity, count); and a summary (complexity, family, walks, items,
 negatives), CREPE Table 4 style.
 
@@ -67,16 +68,17 @@ from .productivity_negatives import (
     REJECTED_TRUE,
     FamilyResult,
     FoilProvider,
+    GraphVocabulary,
     Negative,
     TextRanker,
     atom_negatives,
     attribute_kinds,
     finder_foils,
+    lexicon_attribute_kinds,
+    lexicon_foils,
     negation_negatives,
     swap_negatives,
     vocabulary_foils,
-    world_attribute_kinds,
-    world_foils,
 )
 from .productivity_text import SIZE_WORDS, Pattern, holds, pattern_from_walk, render
 
@@ -88,6 +90,7 @@ __all__ = [
     "ITEMS_SCHEMA",
     "SUMMARY_SCHEMA",
     "FoilProvider",
+    "GraphVocabulary",
     "KeptWalk",
     "Pattern",
     "ProductivitySettings",
@@ -98,6 +101,8 @@ __all__ = [
     "crop_filter",
     "finder_foils",
     "holds",
+    "lexicon_attribute_kinds",
+    "lexicon_foils",
     "overlap",
     "pattern_from_walk",
     "productivity_benchmark",
@@ -108,8 +113,6 @@ __all__ = [
     "summarise",
     "vocabulary_foils",
     "walk_crop",
-    "world_attribute_kinds",
-    "world_foils",
 ]
 
 log = logging.getLogger(__name__)
@@ -370,6 +373,7 @@ def build_image(
     seed: int,
     foils: FoilProvider | None,
     rank_texts: TextRanker | None = None,
+    benchmark: str = BENCHMARK,
 ) -> ImageOutput:
     """Candidates, item rows and failure counts of one image, all complexities."""
     out = ImageOutput()
@@ -395,7 +399,7 @@ def build_image(
                 if reason is not None:
                     out.failures[(reason, family, n)] += 1
                     continue
-                _add_item(out, graph, kept, family, positive, result.negatives, seed)
+                _add_item(out, graph, kept, family, positive, result.negatives, seed, benchmark)
     return out
 
 
@@ -407,10 +411,11 @@ def _add_item(
     positive: str,
     negatives: list[Negative],
     seed: int,
+    benchmark: str = BENCHMARK,
 ) -> None:
-    item_id = f"{BENCHMARK}/{graph.image_id}/n{kept.complexity}/w{kept.index}/{family}"
+    item_id = f"{benchmark}/{graph.image_id}/n{kept.complexity}/w{kept.index}/{family}"
     common = {
-        "benchmark": BENCHMARK,
+        "benchmark": benchmark,
         "item_id": item_id,
         "image": graph.image_id,
         "family": family,
@@ -531,6 +536,7 @@ def productivity_benchmark(
     foils: FoilProvider | None,
     out_summary: Path | None = None,
     rank_texts: TextRanker | None = None,
+    benchmark: str = BENCHMARK,
 ) -> pl.DataFrame:
     """Build the benchmark from ``vg_dir`` and write its tables; returns the summary.
 
@@ -538,10 +544,12 @@ def productivity_benchmark(
     family order, the positive first.
 
     ``foils`` is the HN-ATOM foil provider (``vlcomp.negatives.wordnet_foils`` for real
-    data, wrapped by ``finder_foils``; ``world_foils(config["world"])`` for the synthetic
-    world); with None every item of the atom family fails with ``item: no foil``.
+    data, wrapped by ``finder_foils``; ``lexicon_foils`` for the data's own vocabulary
+    with the generic lexicon); with None every item of the atom family fails with
+    ``item: no foil``.
     ``rank_texts`` (optional) orders each atom's foils by the plausibility of the edited
-    caption, e.g. ``lambda texts: wordnet_foils.rank(texts, scorer)``.
+    caption, e.g. ``lambda texts: wordnet_foils.rank(texts, scorer)``. ``benchmark``
+    names the candidates' benchmark and prefixes their item ids.
     """
     s = (
         settings
@@ -558,7 +566,7 @@ def productivity_benchmark(
         if graph.image_id in seen:
             raise ValueError(f"{vg_dir}/scene_graphs.json: image {graph.image_id} repeats")
         seen.add(graph.image_id)
-        out = build_image(graph, s, seed, foils, rank_texts)
+        out = build_image(graph, s, seed, foils, rank_texts, benchmark)
         candidates.extend(out.candidates)
         items.extend(out.items)
         failures.update(out.failures)
@@ -573,7 +581,12 @@ def productivity_benchmark(
         [(r, f, n, c) for (r, f, n), c in failures.items()], schema=FAILURES_SCHEMA, orient="row"
     ).sort(["reason", "family", "complexity"], nulls_last=True)
     summary = summarise(cand, walks, s.complexities, s.families)
-    metadata = {"seed": str(seed), "settings": s.as_json(), "generator": GENERATOR}
+    metadata = {
+        "seed": str(seed),
+        "settings": s.as_json(),
+        "generator": GENERATOR,
+        "benchmark": benchmark,
+    }
     write_parquet(cand, out_candidates, metadata=metadata)
     write_parquet(item_table, out_items, metadata=metadata)
     write_parquet(failure_table, out_failures, metadata=metadata)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from . import lexicon
 from .productivity_graph import SceneGraph
 from .productivity_text import Attr, Edge, Node, Pattern, holds, render
 
@@ -353,7 +354,7 @@ def vocabulary_foils(
     attributes: Mapping[str, Sequence[str]],
     predicates: Sequence[str],
 ) -> FoilProvider:
-    """A closed-vocabulary provider (the synthetic world, or tests): foils are the other
+    """A closed-vocabulary provider (a fixed word list, or tests): foils are the other
     values of the same kind (for attributes, of the same attribute kind when the value's
     kind is known), in a fixed pseudo-random order per value."""
     kind_of = attribute_kinds(attributes)
@@ -396,13 +397,66 @@ def finder_foils(finder: Any) -> FoilProvider:
     return provider
 
 
-def world_attribute_kinds(world_cfg: Mapping[str, Any]) -> dict[str, list[str]]:
-    """The synthetic world's attribute kinds (setting ``attribute_kinds``)."""
-    return {"colour": list(world_cfg["colours"]), "size": list(world_cfg["sizes"])}
+def lexicon_attribute_kinds(values: Iterable[str]) -> dict[str, list[str]]:
+    """The values grouped by their kind in the generic lexicon (``negatives.lexicon``),
+    sorted; values of no known kind are left out (setting ``attribute_kinds``)."""
+    kinds: dict[str, set[str]] = {}
+    for value in values:
+        kind = lexicon.attribute_kind(value)
+        if kind is not None:
+            kinds.setdefault(kind, set()).add(value)
+    return {kind: sorted(vs) for kind, vs in sorted(kinds.items())}
 
 
-def world_foils(world_cfg: Mapping[str, Any]) -> FoilProvider:
-    """The synthetic world's vocabulary as a foil provider."""
-    return vocabulary_foils(
-        list(world_cfg["shapes"]), world_attribute_kinds(world_cfg), list(world_cfg["relations"])
-    )
+@dataclass(frozen=True)
+class GraphVocabulary:
+    """The atoms some scene graphs state: object names, attribute values, predicates."""
+
+    objects: tuple[str, ...]
+    attributes: tuple[str, ...]
+    predicates: tuple[str, ...]
+
+    @classmethod
+    def from_graphs(cls, graphs: Iterable[SceneGraph]) -> GraphVocabulary:
+        objects: set[str] = set()
+        attributes: set[str] = set()
+        predicates: set[str] = set()
+        for graph in graphs:
+            for obj in graph.objects:
+                objects.add(obj.name)
+                attributes.update(obj.attributes)
+            predicates.update(r.predicate for r in graph.relations)
+        return cls(tuple(sorted(objects)), tuple(sorted(attributes)), tuple(sorted(predicates)))
+
+
+def lexicon_foils(vocabulary: GraphVocabulary) -> FoilProvider:
+    """A provider from the data's own vocabulary (e.g. every scene graph of the
+    evaluation folder) and the generic lexicon, in a fixed pseudo-random order per value:
+
+    - an object name -> the other object names;
+    - an attribute -> the values of its lexicon kind (none for a value of no known kind);
+    - a spatial predicate of the lexicon ("left of", "behind", ...) -> the other spatial
+      predicates; any other predicate -> the other non-spatial predicates.
+
+    A foil that is a synonym of the value or of a forbidden value ("big" for "large") is
+    dropped too."""
+    kinds = lexicon_attribute_kinds(vocabulary.attributes)
+    spatial = [p for p in vocabulary.predicates if lexicon.predicate_of(p) is not None]
+    other = [p for p in vocabulary.predicates if lexicon.predicate_of(p) is None]
+
+    def provider(kind: str, value: str, forbidden: frozenset[str]) -> list[str]:
+        if kind == "obj":
+            pool: Sequence[str] = vocabulary.objects
+        elif kind == "att":
+            attribute_kind = lexicon.attribute_kind(value)
+            pool = kinds.get(attribute_kind, []) if attribute_kind is not None else []
+        elif kind == "rel":
+            pool = spatial if lexicon.predicate_of(value) is not None else other
+        else:
+            raise ValueError(f"unknown atom kind {kind!r}")
+        if kind == "att":
+            taken = {lexicon.synonym_key(v) for v in (value, *forbidden)}
+            pool = [v for v in pool if lexicon.synonym_key(v) not in taken]
+        return _rank(value, [v for v in pool if v != value and v not in forbidden])
+
+    return provider

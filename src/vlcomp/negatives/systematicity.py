@@ -70,6 +70,7 @@ import numpy as np
 import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, GRAPH_SCHEMA, conform
+from vlcomp.counts.normalize import IRREGULAR, KEEP_AS_IS, normalize_text, singularize
 from vlcomp.io import write_parquet
 from vlcomp.negatives.wordnet_foils import (
     DEFAULT_RELATIONS,
@@ -79,7 +80,6 @@ from vlcomp.negatives.wordnet_foils import (
     score_captions,
 )
 from vlcomp.scorers.base import TextScorer
-from vlcomp.counts.normalize import IRREGULAR, KEEP_AS_IS, normalize_text, singularize
 
 log = logging.getLogger(__name__)
 

@@ -83,8 +83,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from vlcomp.scorers.base import TextScorer
 from vlcomp.counts.normalize import normalize_text
+from vlcomp.scorers.base import TextScorer
 
 KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 

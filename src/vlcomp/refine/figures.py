@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 from matplotlib.colors import LogNorm
 
-from vlcomp.report.figures import save_figure
 from vlcomp.refine.candidates import GROUP_COLUMNS
+from vlcomp.report.figures import save_figure
 
 
 def _label(row: dict[str, object], group_by: list[str]) -> str:

@@ -1,19 +1,34 @@
-"""Figures, one function per figure target. PNG and PDF are written deterministically."""
+"""Figures, one function per figure target. PNG and PDF are written deterministically.
+
+The tables are ``vlcomp.evaluate.metrics.METRIC_SCHEMA`` metric tables (any benchmark;
+extra columns such as ``training_corpus`` of the held-in / held-out tables are allowed):
+- ``plot_pair_accuracy``: accuracy per negative type (``family``) per model, one bar per
+  split when there are several, bootstrap CIs as error bars, chance as black ticks;
+- ``plot_retrieval``: image->text and text->image Recall@K per model and split.
+Each title names the benchmark(s), model(s) and split(s) shown.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from vlcomp.io import write_with  # noqa: E402
 
-SPLIT_ORDER = ["held_in", "held_out", "all"]
-SPLIT_COLOURS = {"held_in": "#1b9e77", "held_out": "#d95f02", "all": "#7570b3"}
+CHANCE = "chance"
+SPLIT_ORDER = ["all", "held_in", "held_out", "SC", "UC", "UA", "seen", "mixed", "unseen"]
+SPLIT_COLOURS = {
+    "all": "#7570b3", "held_in": "#1b9e77", "held_out": "#d95f02",
+    "SC": "#1b9e77", "UC": "#d95f02", "UA": "#e7298a",
+    "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02", "excluded": "#bbbbbb",
+}  # fmt: skip
 
 
 def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
@@ -30,94 +45,153 @@ def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
     plt.close(fig)
 
 
-def plot_world_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
-    """Recall@K per split and direction, one panel per model, chance as black ticks."""
-    table = pl.read_parquet(metrics)
-    models = [m for m in table["model"].unique(maintain_order=True).to_list() if m != "chance"]
-    metric_names = table["metric"].unique(maintain_order=True).to_list()
-    splits = [s for s in SPLIT_ORDER if s in set(table["split"].to_list())]
-    splits += sorted(set(table["split"].to_list()) - set(splits))
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(1.0 + 1.6 * len(metric_names), 3.6), squeeze=False, sharey=True
-    )
+def _ordered_splits(table: pl.DataFrame) -> list[str]:
+    present = set(table["split"].drop_nulls().to_list())
+    known = [s for s in SPLIT_ORDER if s in present]
+    return known + sorted(present - set(known))
+
+
+def _panels(table: pl.DataFrame) -> list[tuple[str, str | None, str | None]]:
+    """(model, part, training corpus) per panel: one per model, and per part when a table
+    stacks several parts."""
+    models = table.filter(pl.col("model") != CHANCE)
+    keys = ["model"] + [c for c in ("part", "training_corpus") if c in table.columns]
+    rows = models.select(keys).unique().sort(keys, nulls_last=False).iter_rows(named=True)
+    return [(r["model"], r.get("part"), r.get("training_corpus")) for r in rows]
+
+
+def _cells(table: pl.DataFrame, who: str, part: str | None, corpus: str | None) -> pl.DataFrame:
+    """Rows of ``who`` (a model or chance) for the panel's part and training corpus."""
+    cells = table.filter(pl.col("model") == who)
+    for column, value in (("part", part), ("training_corpus", corpus)):
+        if column in table.columns:
+            cells = cells.filter(
+                pl.col(column).is_null() if value is None else pl.col(column) == value
+            )
+    return cells
+
+
+def _title(table: pl.DataFrame, what: str, splits: Sequence[str]) -> str:
+    benchmarks = ", ".join(sorted(set(table["benchmark"].to_list())))
+    models = ", ".join(sorted(set(table["model"].to_list()) - {CHANCE}))
+    split_text = ("split " if len(splits) == 1 else "splits ") + ", ".join(splits)
+    return f"{benchmarks}: {what}\nmodels {models}; {split_text}"
+
+
+def _panel_title(model: str, part: str | None, corpus: str | None) -> str:
+    extra = [text for text in (part, f"trained on {corpus}" if corpus else None) if text]
+    return model + (f" ({'; '.join(extra)})" if extra else "")
+
+
+def _bars(
+    ax: plt.Axes,
+    table: pl.DataFrame,
+    panel: tuple[str, str | None, str | None],
+    xs_names: Sequence[str],
+    x_column: str,
+    splits: Sequence[str],
+) -> None:
+    """One bar per (x, split) with its CI and the chance value as a black tick."""
+    model, part, corpus = panel
+    rows, chance = _cells(table, model, part, corpus), _cells(table, CHANCE, part, corpus)
     width = 0.8 / max(1, len(splits))
-    for ax, model in zip(axes[0], models, strict=True):
-        rows = table.filter(pl.col("model") == model)
-        chance = table.filter(pl.col("model") == "chance")
-        for s_index, split in enumerate(splits):
-            for m_index, metric in enumerate(metric_names):
-                x = m_index + (s_index - (len(splits) - 1) / 2) * width
-                value = rows.filter((pl.col("split") == split) & (pl.col("metric") == metric))
-                base = chance.filter((pl.col("split") == split) & (pl.col("metric") == metric))
-                if value.height:
-                    ax.bar(
-                        x,
-                        value["value"][0],
-                        width,
-                        color=SPLIT_COLOURS.get(split, "#999999"),
-                        label=f"{split}" if m_index == 0 else None,
-                    )
-                    ax.text(
-                        x,
-                        value["value"][0] + 0.01,
-                        f"{value['value'][0]:.2f}",
-                        ha="center",
-                        va="bottom",
-                        fontsize=6,
-                        rotation=90,
-                    )
-                if base.height:
-                    ax.plot(
-                        [x - width / 2, x + width / 2],
-                        [base["value"][0]] * 2,
-                        color="black",
-                        linewidth=1.2,
-                    )
-        ax.set_xticks(range(len(metric_names)), metric_names, rotation=30, fontsize=8)
-        ax.set_ylim(0, 1.05)
-        ax.set_title(model, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("recall (tie counts as wrong)")
-    axes[0][-1].legend(
-        fontsize=7, title="split (black: chance)", title_fontsize=7, loc="upper left"
+    labelled: set[str] = set()
+    for s_index, split in enumerate(splits):
+        for x_index, name in enumerate(xs_names):
+            x = x_index + (s_index - (len(splits) - 1) / 2) * width
+            where = (pl.col("split") == split) & (pl.col(x_column) == name)
+            cell, base = rows.filter(where), chance.filter(where)
+            if cell.height:
+                value = cell["value"][0]
+                low, high = cell["ci_low"][0], cell["ci_high"][0]
+                error = None
+                if low is not None and high is not None:
+                    error = np.array([[max(0.0, value - low)], [max(0.0, high - value)]])
+                ax.bar(x, value, width, yerr=error, capsize=2, ecolor="#333333",
+                       color=SPLIT_COLOURS.get(split, "#999999"),
+                       label=None if split in labelled else split)  # fmt: skip
+                labelled.add(split)
+                ax.text(x, (high if high is not None else value) + 0.01,
+                        f"{value:.2f}\nn={cell['n'][0]}", ha="center", va="bottom",
+                        fontsize=5)  # fmt: skip
+            if base.height:
+                ax.plot([x - width / 2, x + width / 2], [base["value"][0]] * 2,
+                        color="black", linewidth=1.2)  # fmt: skip
+    ax.set_xticks(range(len(xs_names)), xs_names, rotation=25, fontsize=8)
+    ax.set_ylim(0, 1.2)
+    ax.set_title(_panel_title(*panel), fontsize=9)
+    ax.grid(axis="y", alpha=0.3)
+
+
+def _size(panels: int, xs: int, splits: int) -> tuple[float, float]:
+    return 0.8 + panels * max(2.6, 0.6 + 0.28 * xs * splits + 0.3 * xs), 4.0
+
+
+def _read(metrics: str | Path, keep: pl.Expr, what: str) -> pl.DataFrame:
+    table = pl.read_parquet(metrics)
+    if "complexity" in table.columns:
+        table = table.filter(pl.col("complexity").is_null())
+    table = table.filter(keep)
+    if table.filter(pl.col("model") != CHANCE).height == 0:
+        raise ValueError(f"{metrics}: no {what} rows")
+    return table
+
+
+def pair_accuracy_figure(table: pl.DataFrame, metric: str = "accuracy") -> plt.Figure:
+    """The figure of ``plot_pair_accuracy`` from its (filtered) table."""
+    families = sorted(set(table["family"].to_list()))
+    splits = _ordered_splits(table)
+    panels = _panels(table)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=_size(len(panels), len(families), len(splits)), squeeze=False,
+        sharey=True,
+    )  # fmt: skip
+    for ax, panel in zip(axes[0], panels, strict=True):
+        _bars(ax, table, panel, families, "family", splits)
+    axes[0][0].set_ylabel(f"{metric} (tie counts as wrong)")
+    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7,
+                       loc="upper right", ncols=len(splits))  # fmt: skip
+    fig.suptitle(
+        _title(table, f"{metric} per negative type (95% bootstrap CI)", splits), fontsize=10
     )
-    fig.suptitle("Image-text retrieval on the synthetic world", fontsize=11)
     fig.tight_layout()
-    save_figure(fig, png, pdf)
+    return fig
 
 
 def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
-    """Accuracy per negative type (x) and split (bars), one panel per model; chance at 0.5."""
-    table = pl.read_parquet(metrics).filter(pl.col("metric") == "accuracy")
-    models = [m for m in table["model"].unique(maintain_order=True).to_list() if m != "chance"]
-    families = sorted(set(table["family"].to_list()))
-    splits = [s for s in SPLIT_ORDER if s in set(table["split"].to_list())]
-    fig, axes = plt.subplots(
-        1, len(models), figsize=(1.2 + 1.5 * len(families), 3.6), squeeze=False, sharey=True
+    """Accuracy per negative type (x) and split (bars), one panel per model (and part).
+    A benchmark whose sets are not all pairs has no ``accuracy`` rows: its R@1 (the same
+    quantity, one positive ranked first) is shown instead."""
+    metric = "accuracy"
+    if not pl.read_parquet(metrics, columns=["metric"])["metric"].eq(metric).any():
+        metric = "R@1"
+    table = _read(metrics, pl.col("metric") == metric, metric)
+    save_figure(pair_accuracy_figure(table, metric), png, pdf)
+
+
+def retrieval_figure(table: pl.DataFrame) -> plt.Figure:
+    """The figure of ``plot_retrieval`` from its (filtered) table."""
+    names = sorted(
+        set(table["metric"].to_list()),
+        key=lambda m: (m.split("_R@")[0], int(m.split("_R@")[1])),
     )
-    width = 0.8 / max(1, len(splits))
-    for ax, model in zip(axes[0], models, strict=True):
-        rows = table.filter(pl.col("model") == model)
-        for s_index, split in enumerate(splits):
-            xs, values, ns = [], [], []
-            for f_index, family in enumerate(families):
-                cell = rows.filter((pl.col("split") == split) & (pl.col("family") == family))
-                if cell.height:
-                    xs.append(f_index + (s_index - (len(splits) - 1) / 2) * width)
-                    values.append(cell["value"][0])
-                    ns.append(cell["n"][0])
-            ax.bar(xs, values, width, color=SPLIT_COLOURS.get(split, "#999999"), label=split)
-            for x, value, n in zip(xs, values, ns, strict=True):
-                ax.text(x, value + 0.01, f"{value:.2f} n={n}", ha="center", va="bottom",
-                        fontsize=5.5, rotation=90)  # fmt: skip
-        ax.axhline(0.5, color="black", linewidth=1.0, linestyle="--")
-        ax.set_xticks(range(len(families)), families, rotation=20, fontsize=8)
-        ax.set_ylim(0, 1.15)
-        ax.set_title(model, fontsize=10)
-        ax.grid(axis="y", alpha=0.3)
-    axes[0][0].set_ylabel("accuracy (tie counts as wrong)")
-    axes[0][-1].legend(fontsize=7, title="split (dashed: chance)", title_fontsize=7,
-                       loc="upper right", ncols=len(splits))  # fmt: skip
-    fig.suptitle("Caption vs one-change hard negative on the synthetic world", fontsize=11)
+    splits = _ordered_splits(table)
+    panels = _panels(table)
+    fig, axes = plt.subplots(
+        1, len(panels), figsize=_size(len(panels), len(names), len(splits)), squeeze=False,
+        sharey=True,
+    )  # fmt: skip
+    for ax, panel in zip(axes[0], panels, strict=True):
+        _bars(ax, table, panel, names, "metric", splits)
+    axes[0][0].set_ylabel("recall (tie counts as wrong)")
+    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7,
+                       loc="upper left", ncols=len(splits))  # fmt: skip
+    fig.suptitle(_title(table, "image-text retrieval Recall@K", splits), fontsize=10)
     fig.tight_layout()
-    save_figure(fig, png, pdf)
+    return fig
+
+
+def plot_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
+    """i2t and t2i Recall@K (x) per split (bars), one panel per model."""
+    table = _read(metrics, pl.col("metric").str.contains(r"^(i2t|t2i)_R@\d+$"), "Recall@K")
+    save_figure(retrieval_figure(table), png, pdf)

@@ -23,8 +23,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
-from vlcomp.report.figures import save_figure  # noqa: E402
 from vlcomp.io import write_with  # noqa: E402
+from vlcomp.report.figures import save_figure  # noqa: E402
 
 CHANCE = "chance"
 ALL = "all"

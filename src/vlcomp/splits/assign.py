@@ -44,11 +44,10 @@ from pathlib import Path
 import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
-from vlcomp.io import write_parquet
-
 from vlcomp.counts.counts import COUNT_UNIT, read_counts, read_totals
 from vlcomp.counts.normalize import NORMALIZATION_VERSION, normalize_text, singularize
 from vlcomp.counts.units import ATOM_KINDS, COMPOUND_KINDS, GraphUnits, graph_units
+from vlcomp.io import write_parquet
 
 log = logging.getLogger(__name__)
 

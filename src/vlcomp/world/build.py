@@ -222,11 +222,6 @@ def manifest(world_cfg: Mapping[str, Any]) -> dict[str, Any]:
     for c in spec.corpora:
         h = c.holdout
         corpora[c.name] = {
-            "format": c.format,
-            "caption_style": c.caption_style,
-            "seed": c.seed,
-            "n_images": c.n_images,
-            "n_captions": c.n_images,
             "holdout": {
                 "bindings": [list(b) for b in h.bindings],
                 "triples": [list(t) for t in h.triples],
@@ -264,5 +259,7 @@ def manifest(world_cfg: Mapping[str, Any]) -> dict[str, Any]:
 
 def write_manifest(world_cfg: Mapping[str, Any], path: Path) -> None:
     """Write the world's manifest as JSON: vocab, seeds, and per corpus the held-out
-    bindings, triples (converses listed explicitly) and atoms, the format and counts."""
+    bindings, triples (converses listed explicitly) and atoms. A corpus's size, style and
+    seed are not in it, so that changing them leaves the manifest (and the checks that
+    read it) untouched."""
     write_json_atomic(Path(path), manifest(world_cfg))

@@ -27,11 +27,10 @@ from typing import Any
 import polars as pl
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA
-from vlcomp.io import write_json
-
 from vlcomp.counts.normalize import normalize_text, singularize
-from vlcomp.splits.assign import CREPE_SPLITS, EXCLUDED, LABELS, NONE, UA, UC
 from vlcomp.counts.units import graph_units
+from vlcomp.io import write_json
+from vlcomp.splits.assign import CREPE_SPLITS, EXCLUDED, LABELS, NONE, UA, UC
 
 _ATOM_KIND = {"shape": "object", "colour": "attribute", "size": "attribute", "relation": "relation"}
 

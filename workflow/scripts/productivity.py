@@ -3,14 +3,14 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.evaluate.jobs import world_productivity
+from vlcomp.negatives.jobs import productivity_job
 
 with job_log(snakemake.log[0]) as log:
-    world_productivity(
-        snakemake.params.world,
-        snakemake.input[0],
+    productivity_job(
+        snakemake.input.vg,
         snakemake.params.settings,
         snakemake.params.seed,
+        snakemake.wildcards.benchmark,
         snakemake.output.candidates,
         snakemake.output.boxes,
         snakemake.output.failures,

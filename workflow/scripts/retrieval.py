@@ -2,21 +2,21 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.evaluate.jobs import retrieval_job
 from vlcomp.joblog import job_log
-from vlcomp.evaluate.jobs import evaluate_pairs
 
 with job_log(snakemake.log[0]) as log:
-    evaluate_pairs(
+    retrieval_job(
         model_key=snakemake.wildcards.model,
         model_entry=snakemake.params.model,
         checkpoint=snakemake.params.checkpoint,
-        settings=snakemake.params.evaluate,
-        candidates=snakemake.input.candidates,
-        images_dir=snakemake.input.images,
-        holdout=snakemake.input.holdout,
-        training_corpus=snakemake.params.training_corpus,
+        settings=snakemake.params.settings,
+        eval_items=snakemake.input.eval_items,
+        image_index=snakemake.input.images,
         cache_dir=snakemake.params.cache,
-        predictions_out=snakemake.output.predictions,
+        ranks_out=snakemake.output.ranks,
         metrics_out=snakemake.output.metrics,
+        excluded_out=snakemake.output.excluded,
         log=log,
+        benchmark=snakemake.wildcards.get("benchmark"),
     )

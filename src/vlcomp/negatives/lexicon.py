@@ -1,0 +1,192 @@
+"""Generic English word lists for template hard negatives: attribute kinds, synonyms and
+spatial relations with their converses. Nothing here is tuned to one data set.
+
+- ``ATTRIBUTE_KINDS``: kind -> adjectives. A replaced attribute gets a foil of the same
+  kind ("red" -> "blue", never "red" -> "wooden"); a value of no listed kind is never
+  replaced. A multi-word value takes the kind of its last word ("light blue": colour).
+- ``SYNONYMS``: words that say (nearly) the same; a foil must differ from everything the
+  image states in its group too ("big" is no foil where the image has "large").
+- ``RELATIONS``: canonical spatial predicate -> surface forms a caption may write;
+  ``CONVERSE``: the predicate that holds with subject and object exchanged ("A left of B"
+  = "B right of A"), so replacing a true relation phrase by a converse phrase makes the
+  caption false; ``CONVERSE_SURFACE``: the converse phrase written in the same way
+  ("to the left of" -> "to the right of", "over" -> "under").
+
+Plain "on", "in", "near", "next to" are left out on purpose: "on" and "in" mean support,
+containment or nothing spatial at all ("on the phone"), and "near" holds both ways, so
+none has a converse that makes a caption reliably false.
+"""
+
+from __future__ import annotations
+
+from vlcomp.parse.lexicon import COLOURS, MATERIALS
+
+ATTRIBUTE_KINDS: dict[str, frozenset[str]] = {
+    "colour": COLOURS | frozenset({"multicolored", "multicoloured", "colorful", "colourful"}),
+    "size": frozenset(
+        "small large big little tiny huge giant medium enormous massive miniature mini".split()
+    ),
+    "height": frozenset("tall short".split()),
+    "length": frozenset({"long"}),
+    "width": frozenset("wide narrow thick thin skinny".split()),
+    "material": MATERIALS
+    | frozenset("metallic wool woolen woollen fabric cloth tin clay tile tiled fur".split()),
+    "pattern": frozenset(
+        """striped stripy spotted dotted polka-dot checkered checked chequered plaid
+        floral flowered patterned plain camouflage""".split()
+    ),
+    "texture": frozenset("smooth rough fuzzy furry hairy shiny glossy matte bumpy".split()),
+    "age": frozenset("old new young ancient modern vintage antique aged".split()),
+    "shape": frozenset(
+        """round square rectangular circular triangular oval curved straight flat pointed
+        pointy curly""".split()
+    ),
+    "cleanliness": frozenset("clean dirty muddy dusty".split()),
+    "wetness": frozenset("wet dry".split()),
+    "openness": frozenset("open closed".split()),
+    "fullness": frozenset("empty full".split()),
+    "brightness": frozenset("lit unlit".split()),
+}
+
+# Words within a group are never foils of each other or of what the image states.
+SYNONYMS: tuple[frozenset[str], ...] = (
+    frozenset({"grey", "gray"}),
+    frozenset({"gold", "golden"}),
+    frozenset({"multicolored", "multicoloured", "colorful", "colourful"}),
+    frozenset({"large", "big", "huge", "giant", "enormous", "massive"}),
+    frozenset({"small", "little", "tiny", "miniature", "mini"}),
+    frozenset({"wood", "wooden"}),
+    frozenset({"metal", "metallic"}),
+    frozenset({"wool", "woolen", "woollen"}),
+    frozenset({"aluminum", "aluminium"}),
+    frozenset({"stone", "rock"}),
+    frozenset({"tile", "tiled"}),
+    frozenset({"thin", "skinny"}),
+    frozenset({"striped", "stripy"}),
+    frozenset({"spotted", "dotted", "polka-dot"}),
+    frozenset({"checkered", "checked", "chequered", "plaid"}),
+    frozenset({"floral", "flowered"}),
+    frozenset({"round", "circular"}),
+    frozenset({"pointed", "pointy"}),
+    frozenset({"old", "aged", "ancient", "antique", "vintage"}),
+    frozenset({"new", "modern"}),
+    frozenset({"dirty", "muddy", "dusty"}),
+)
+
+_KIND: dict[str, str] = {v: kind for kind, values in ATTRIBUTE_KINDS.items() for v in values}
+_GROUP: dict[str, str] = {w: min(group) for group in SYNONYMS for w in group}
+
+
+def normalise(text: str) -> str:
+    """Lower-case with whitespace collapsed."""
+    return " ".join(str(text).lower().split())
+
+
+def head_word(value: str) -> str:
+    """The last word of a value ("light blue" -> "blue")."""
+    words = normalise(value).split()
+    return words[-1] if words else ""
+
+
+def attribute_kind(value: str) -> str | None:
+    """The kind of an attribute value, by the whole value and else its last word."""
+    key = normalise(value)
+    return _KIND.get(key) or _KIND.get(head_word(key))
+
+
+def synonym_key(word: str) -> str:
+    """One representative per synonym group (the word itself when it has none)."""
+    key = normalise(word)
+    return _GROUP.get(key, key)
+
+
+def value_keys(value: str) -> frozenset[str]:
+    """What stating ``value`` says, for comparing with what an image states: the synonym
+    key of the whole value and of its last word ("light blue" -> {"light blue", "blue"})."""
+    return frozenset({synonym_key(value), synonym_key(head_word(value))}) - {""}
+
+
+# --------------------------------------------------------------------------- relations
+
+_SIDE_SURFACES: tuple[str, ...] = (
+    "to the {} of",
+    "on the {} of",
+    "on the {} side of",
+    "to the {} side of",
+    "on the {} hand side of",
+    "to the {} hand side of",
+    "on the {}-hand side of",
+    "to the {}-hand side of",
+    "at the {} of",
+    "on {} side of",
+    "to {} of",
+    "on {} of",
+    "{} of",
+)
+
+RELATIONS: dict[str, tuple[str, ...]] = {
+    "left of": tuple(s.format("left") for s in _SIDE_SURFACES),
+    "right of": tuple(s.format("right") for s in _SIDE_SURFACES),
+    "above": ("above", "over"),
+    "below": ("below", "under", "beneath", "underneath"),
+    "on top of": ("on top of", "on the top of", "atop"),
+    "in front of": ("in front of",),
+    "behind": ("behind", "in back of", "in the back of", "at the back of"),
+}
+
+CONVERSE: dict[str, str] = {
+    "left of": "right of",
+    "right of": "left of",
+    "above": "below",
+    "below": "above",
+    "on top of": "below",
+    "in front of": "behind",
+    "behind": "in front of",
+}
+
+CONVERSE_SURFACE: dict[str, str] = {
+    **{s.format("left"): s.format("right") for s in _SIDE_SURFACES},
+    **{s.format("right"): s.format("left") for s in _SIDE_SURFACES},
+    "above": "below",
+    "over": "under",
+    "below": "above",
+    "under": "over",
+    "beneath": "above",
+    "underneath": "above",
+    "on top of": "under",
+    "on the top of": "under",
+    "atop": "beneath",
+    "in front of": "behind",
+    "behind": "in front of",
+    "in back of": "in front of",
+    "in the back of": "in front of",
+    "at the back of": "in front of",
+}
+
+_PREDICATE: dict[str, str] = {s: p for p, surfaces in RELATIONS.items() for s in surfaces}
+
+
+def predicate_of(pred: str) -> str | None:
+    """The canonical spatial predicate a graph's predicate states, or None.
+
+    The longest tail of the predicate that is a known surface decides, so a verb before
+    the preposition is allowed ("standing behind" -> "behind", "sit to the left of" ->
+    "left of")."""
+    words = normalise(pred).split()
+    for k in range(len(words)):
+        hit = _PREDICATE.get(" ".join(words[k:]))
+        if hit is not None:
+            return hit
+    return None
+
+
+def surfaces_of(canonical: str) -> tuple[str, ...]:
+    """The surface forms of a canonical predicate, longest first (so that "to the left
+    of" is found before the "left of" inside it)."""
+    return _LONGEST_FIRST[canonical]
+
+
+_LONGEST_FIRST: dict[str, tuple[str, ...]] = {
+    p: tuple(sorted(surfaces, key=lambda s: (-len(s.split()), -len(s), s)))
+    for p, surfaces in RELATIONS.items()
+}

@@ -1,0 +1,218 @@
+"""Training reads a corpus's ingested caption shards: image ids resolved to files, the rest
+rejected with a reason; the training job writes reproducible outputs."""
+
+import json
+from pathlib import Path
+
+import polars as pl
+import pytest
+from PIL import Image
+
+from vlcomp.contracts import CAPTIONS_SCHEMA
+from vlcomp.evaluate.train import train_model_job, training_pairs
+
+COLOURS = ["red", "green", "blue", "yellow"]
+RGB = {
+    "red": (220, 30, 30),
+    "green": (30, 200, 30),
+    "blue": (30, 30, 220),
+    "yellow": (230, 220, 20),
+}
+
+
+def write_png(path: Path, colour: str, size: int = 16) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.new("RGB", (size, size), RGB[colour]).save(path)
+    return path
+
+
+def write_shard(path: Path, rows: list[tuple[str, str | None, str]], corpus: str = "c") -> str:
+    frame = pl.DataFrame(
+        {
+            "caption_id": [r[0] for r in rows],
+            "corpus": [corpus] * len(rows),
+            "image_id": [r[1] for r in rows],
+            "text": [r[2] for r in rows],
+        },
+        schema=CAPTIONS_SCHEMA,
+    )
+    frame.write_parquet(path)
+    return str(path)
+
+
+def truncated_png(path: Path) -> Path:
+    """A PNG whose header PIL reads but whose pixel data is cut off."""
+    write_png(path, "red", size=64)
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    return path
+
+
+def test_image_ids_resolve_or_are_rejected_with_a_reason(tmp_path):
+    root = tmp_path / "corpus"
+    write_png(root / "images" / "a.png", "red")
+    write_png(root / "b.jpg", "green")
+    absolute = write_png(tmp_path / "elsewhere" / "c.png", "blue")
+    (root / "images" / "bad.png").write_bytes(b"<html>not an image</html>")
+    shard = write_shard(
+        tmp_path / "captions-0-of-1.parquet",
+        [
+            ("c0", "images/a.png", "a red square"),  # relative to the images folder
+            ("c1", "b", "a green square"),  # no extension: b.jpg
+            ("c2", str(absolute), "a blue square"),  # absolute: used as is
+            ("c3", "https://example.org/x.jpg", "a url"),
+            ("c4", None, "text only"),
+            ("c5", "images/gone.png", "missing"),
+            ("c6", "images/bad.png", "not an image"),
+            ("c7", "images/a.png", "the red square again"),
+            ("c8", str(tmp_path / "elsewhere" / "nope.png"), "absolute but missing"),
+            ("c9", "images/a", "extensionless in a subfolder"),
+        ],
+    )
+    pairs, rejected = training_pairs([shard], root)
+    assert pairs.columns == ["caption_id", "image", "text"]
+    assert pairs["caption_id"].to_list() == ["c0", "c1", "c2", "c7", "c9"]
+    assert pairs["image"].to_list() == [
+        str(root / "images" / "a.png"),
+        str(root / "b.jpg"),
+        str(absolute),
+        str(root / "images" / "a.png"),
+        str(root / "images" / "a.png"),
+    ]
+    assert pairs["text"][1] == "a green square"
+    assert rejected.columns == ["caption_id", "image_id", "reason"]
+    assert rejected.rows() == [
+        ("c3", "https://example.org/x.jpg", "url not downloaded"),
+        ("c4", None, "no image id"),
+        ("c5", "images/gone.png", "image missing"),
+        ("c6", "images/bad.png", "image unreadable"),
+        ("c8", str(tmp_path / "elsewhere" / "nope.png"), "image missing"),
+    ]
+
+
+def test_shard_order_is_kept_and_no_images_folder(tmp_path):
+    absolute = write_png(tmp_path / "x.png", "red")
+    first = write_shard(tmp_path / "s1.parquet", [("b1", str(absolute), "one")])
+    second = write_shard(
+        tmp_path / "s0.parquet", [("a1", str(absolute), "two"), ("a2", "rel.png", "three")]
+    )
+    pairs, rejected = training_pairs([first, second], None)
+    assert pairs["caption_id"].to_list() == ["b1", "a1"]
+    assert rejected.rows() == [("a2", "rel.png", "no images folder")]
+    pairs, _ = training_pairs([second, first], None)
+    assert pairs["caption_id"].to_list() == ["a1", "b1"]
+
+
+def test_empty_and_malformed_shards(tmp_path):
+    pairs, rejected = training_pairs([], tmp_path)
+    assert pairs.height == 0 and rejected.height == 0
+    assert pairs.schema == {"caption_id": pl.String, "image": pl.String, "text": pl.String}
+    bad = tmp_path / "bad.parquet"
+    pl.DataFrame({"caption_id": ["x"], "text": ["t"]}).write_parquet(bad)
+    with pytest.raises(ValueError, match="bad.parquet: not a captions table"):
+        training_pairs([bad], tmp_path)
+
+
+MODEL_ENTRY = {
+    "open_clip": "vlcomp-world-vit",
+    "train": {
+        "corpus": "c",
+        "epochs": 1,
+        "batch_size": 8,
+        "lr": 0.001,
+        "weight_decay": 0.1,
+        "warmup_steps": 1,
+        "seed": 0,
+        "threads": 1,
+    },
+}
+
+
+def corpus_with_problems(tmp_path: Path) -> tuple[list[str], Path]:
+    """16 trainable captions over 2 shards, plus a URL, a missing file, a file that is not an
+    image and a truncated PNG (header fine, decoding fails: caught while loading)."""
+    root = tmp_path / "corpus"
+    rows = []
+    for i in range(16):
+        colour = COLOURS[i % 4]
+        write_png(root / "images" / f"{i}.png", colour)
+        rows.append((f"c{i}", f"images/{i}.png", f"a {colour} square number {i}"))
+    (root / "images" / "junk.png").write_bytes(b"junk")
+    truncated_png(root / "images" / "cut.png")
+    rows += [
+        ("u", "http://example.org/u.jpg", "a url"),
+        ("m", "images/missing.png", "a missing image"),
+        ("j", "images/junk.png", "not an image"),
+        ("t", "images/cut.png", "a truncated image"),
+    ]
+    shards = [
+        write_shard(tmp_path / "captions-0-of-2.parquet", rows[:10]),
+        write_shard(tmp_path / "captions-1-of-2.parquet", rows[10:]),
+    ]
+    return shards, root
+
+
+def run_job(shards: list[str], root: Path, out: Path) -> dict[str, Path]:
+    paths = {
+        name: out / file
+        for name, file in [
+            ("checkpoint", "checkpoint.pt"),
+            ("history", "history.parquet"),
+            ("info", "info.json"),
+            ("rejected_out", "rejected.parquet"),
+        ]
+    }
+    train_model_job(
+        "tiny",
+        MODEL_ENTRY,
+        shards,
+        str(root),
+        **{name: str(path) for name, path in paths.items()},
+        log=lambda message: None,
+    )
+    return paths
+
+
+def test_train_model_job_end_to_end_is_reproducible(tmp_path):
+    shards, root = corpus_with_problems(tmp_path)
+    pairs, rejected = training_pairs(shards, root)
+    # The truncated PNG passes the header check; it is caught when decoded for training.
+    assert pairs.height == 17 and rejected.height == 3
+
+    first = run_job(shards, root, tmp_path / "run1")
+    for path in first.values():
+        assert path.is_file()
+    info = json.loads(first["info"].read_text())
+    assert info["arch"] == "vlcomp-world-vit"
+    assert info["n_pairs"] == 16
+    assert info["n_rejected"] == 4
+    assert info["rejected_reasons"] == {
+        "image missing": 1,
+        "image unreadable": 2,
+        "url not downloaded": 1,
+    }
+    assert info["train"] == MODEL_ENTRY["train"]
+    assert set(info) >= {"final_loss", "checkpoint_sha256", "versions"}
+    history = pl.read_parquet(first["history"])
+    assert history["epoch"].to_list() == [1] and history["steps"].to_list() == [2]
+    rejected_table = pl.read_parquet(first["rejected_out"])
+    assert rejected_table.rows() == [
+        ("u", "http://example.org/u.jpg", "url not downloaded"),
+        ("m", "images/missing.png", "image missing"),
+        ("j", "images/junk.png", "image unreadable"),
+        ("t", "images/cut.png", "image unreadable"),
+    ]
+
+    second = run_job(shards, root, tmp_path / "run2")
+    for name in first:
+        assert first[name].read_bytes() == second[name].read_bytes(), name
+
+
+def test_train_model_job_without_usable_pairs_names_the_shards(tmp_path):
+    shard = write_shard(
+        tmp_path / "captions-0-of-1.parquet",
+        [("a", "https://example.org/a.jpg", "x"), ("b", None, "y")],
+    )
+    with pytest.raises(ValueError, match=r"no usable \(image, caption\) pair.*captions-0-of-1"):
+        run_job([shard], tmp_path, tmp_path / "out")
+    assert not (tmp_path / "out" / "checkpoint.pt").exists()

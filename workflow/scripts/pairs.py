@@ -1,0 +1,17 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+from vlcomp.joblog import job_log
+from vlcomp.negatives.jobs import pairs_job
+
+with job_log(snakemake.log[0]) as log:
+    pairs_job(
+        snakemake.input.eval_items,
+        snakemake.params.seed,
+        snakemake.wildcards.benchmark,
+        snakemake.output.candidates,
+        snakemake.output.boxes,
+        snakemake.output.failures,
+        log,
+    )
