@@ -29,7 +29,11 @@ rule benchmark_parser:
 
 rule benchmark_counting:
     input:
-        expand("results/graphs/{corpus}/graphs-{shard}.parquet", corpus=CORPORA[:1], shard=SHARDS[:1]),
+        expand(
+            "results/graphs/{corpus}/graphs-{shard}.parquet",
+            corpus=CORPORA[:1],
+            shard=SHARDS[:1],
+        ),
     output:
         "results/benchmarks/counting.json",
     log:

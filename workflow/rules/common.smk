@@ -63,7 +63,9 @@ def shard_files(pattern):
 
 def caption_shards(corpus):
     return expand(
-        "results/captions/{corpus}/captions-{shard}.parquet", corpus=corpus, shard=SHARDS
+        "results/captions/{corpus}/captions-{shard}.parquet",
+        corpus=corpus,
+        shard=SHARDS,
     )
 
 
@@ -123,7 +125,9 @@ def eval_set_source(evalset):
 def eval_set_inputs(evalset):
     """Files an eval set is read from (produced by a preset's rules or given by the user)."""
     entry = EVAL_SETS[evalset]
-    return [entry[k] for k in ("dir", "captions") if k in entry] + entry.get("files", [])
+    return [entry[k] for k in ("dir", "captions") if k in entry] + entry.get(
+        "files", []
+    )
 
 
 def image_index(wildcards):
@@ -173,7 +177,8 @@ def scorer_corpora(benchmark):
 
 def systematicity_corpora(benchmark, model):
     """The corpora whose sets a model is evaluated on: its training corpora among the
-    benchmark's, or all of them when it was trained on none of them (or on unknown data)."""
+    benchmark's, or all of them when it was trained on none of them (or on unknown data).
+    """
     named = BENCHMARKS[benchmark]["corpora"]
     own = [c for c in training_corpora(config, model) if c in named]
     return own or named
@@ -218,3 +223,40 @@ def evaluation_inputs(split_column):
 
 def significance_models():
     return EVAL_MODELS if len(EVAL_MODELS) > 1 else []
+
+
+def benchmark_targets():
+    """Every benchmark's outputs: candidates, exports, metrics, figures, statistics."""
+    targets = []
+    for name, entry in BENCHMARKS.items():
+        kind = entry["kind"]
+        targets += [f"results/metrics/{name}.csv", f"results/figures/{name}.png"]
+        if kind == "crepe_systematicity":
+            targets += [f"results/figures/{name}_bindsplit.png"]
+            targets += expand(
+                "results/export/crepe/{name}/{corpus}/summary.json",
+                name=name,
+                corpus=entry["corpora"],
+            )
+        if kind == "crepe_productivity":
+            targets.append(f"results/export/crepe/{name}/files.json")
+        if kind in ("pairs", "imported"):
+            targets += expand(
+                "results/{what}/{name}/{corpus}.parquet",
+                what=["blind"],
+                name=name,
+                corpus=entry["corpora"],
+            )
+            targets += expand(
+                "results/figures/refine_{name}_{corpus}.png",
+                name=name,
+                corpus=entry["corpora"],
+            )
+            targets += [
+                f"results/figures/priors_{model}_{name}.png"
+                for model in EVAL_MODELS
+                if model_corpus(model) in entry["corpora"]
+            ]
+        if kind != "retrieval" and len(EVAL_MODELS) > 1:
+            targets.append(f"results/stats/{name}_mcnemar.parquet")
+    return targets

@@ -12,15 +12,16 @@ rule figure_benchmark:
         "logs/figures/{table}.log",
     wildcard_constraints:
         table=names_re(
-            [*BENCHMARKS, *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity"))]
+            [
+                *BENCHMARKS,
+                *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
+            ]
         ),
     conda:
         "../envs/vlcomp.yaml"
     params:
         kind=lambda wc: (
-            "bindsplit"
-            if wc.table not in BENCHMARKS
-            else BENCHMARKS[wc.table]["kind"]
+            "bindsplit" if wc.table not in BENCHMARKS else BENCHMARKS[wc.table]["kind"]
         ),
     message:
         "Plotting {wildcards.table}"

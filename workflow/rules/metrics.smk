@@ -13,7 +13,9 @@ rule evaluate_benchmark:
         "benchmarks/metrics/{model}_{benchmark}.tsv"
     wildcard_constraints:
         benchmark=names_re(
-            benchmarks_of("crepe_systematicity", "crepe_productivity", "pairs", "imported")
+            benchmarks_of(
+                "crepe_systematicity", "crepe_productivity", "pairs", "imported"
+            )
         ),
     conda:
         "../envs/vlcomp.yaml"
@@ -109,7 +111,10 @@ rule collect_metrics:
         "logs/metrics/collect_{table}.log",
     wildcard_constraints:
         table=names_re(
-            [*BENCHMARKS, *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity"))]
+            [
+                *BENCHMARKS,
+                *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
+            ]
         ),
     conda:
         "../envs/vlcomp.yaml"
@@ -129,14 +134,19 @@ rule significance:
         tests=report(
             "results/stats/{benchmark}_mcnemar.parquet",
             category="Statistics",
-            labels={"table": "McNemar (mid-p, BH) between models", "benchmark": "{benchmark}"},
+            labels={
+                "table": "McNemar (mid-p, BH) between models",
+                "benchmark": "{benchmark}",
+            },
         ),
         flips="results/stats/{benchmark}_rank_flips.parquet",
     log:
         "logs/metrics/significance_{benchmark}.log",
     wildcard_constraints:
         benchmark=names_re(
-            benchmarks_of("crepe_systematicity", "crepe_productivity", "pairs", "imported")
+            benchmarks_of(
+                "crepe_systematicity", "crepe_productivity", "pairs", "imported"
+            )
         ),
     conda:
         "../envs/vlcomp.yaml"

@@ -23,7 +23,10 @@ rule systematicity_negatives:
         failures=report(
             "results/negatives/{benchmark}/{corpus}/failures.parquet",
             category="Benchmarks",
-            labels={"table": "systematicity failures", "benchmark": "{benchmark}/{corpus}"},
+            labels={
+                "table": "systematicity failures",
+                "benchmark": "{benchmark}/{corpus}",
+            },
         ),
         regions="results/negatives/{benchmark}/{corpus}/regions.parquet",
     log:

@@ -80,7 +80,11 @@ rule priors:
         png=report(
             "results/figures/priors_{model}_{benchmark}.png",
             category="Figures",
-            labels={"figure": "linguistic priors", "model": "{model}", "benchmark": "{benchmark}"},
+            labels={
+                "figure": "linguistic priors",
+                "model": "{model}",
+                "benchmark": "{benchmark}",
+            },
         ),
         pdf="results/figures/priors_{model}_{benchmark}.pdf",
     log:

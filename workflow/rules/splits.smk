@@ -8,7 +8,9 @@ rule eval_items:
         "logs/eval_sets/{evalset}_items.log",
     wildcard_constraints:
         evalset=names_re(
-            n for n, e in EVAL_SETS.items() if e["format"] in ("visual_genome", "coco_captions")
+            n
+            for n, e in EVAL_SETS.items()
+            if e["format"] in ("visual_genome", "coco_captions")
         ),
     conda:
         "../envs/vlcomp.yaml"

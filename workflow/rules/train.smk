@@ -1,9 +1,11 @@
 rule train_model:
     input:
-        captions=lambda wc: caption_shards(config["models"][wc.model]["train"]["corpus"]),
-        images=lambda wc: config["corpora"][config["models"][wc.model]["train"]["corpus"]][
-            "images"
-        ],
+        captions=lambda wc: caption_shards(
+            config["models"][wc.model]["train"]["corpus"]
+        ),
+        images=lambda wc: config["corpora"][
+            config["models"][wc.model]["train"]["corpus"]
+        ]["images"],
     output:
         checkpoint="results/models/{model}/checkpoint.pt",
         history="results/models/{model}/history.parquet",
@@ -18,9 +20,9 @@ rule train_model:
     threads: lambda wc: config["models"][wc.model]["train"]["threads"]
     params:
         model=lambda wc: config["models"][wc.model],
-        images=lambda wc: config["corpora"][config["models"][wc.model]["train"]["corpus"]][
-            "images"
-        ],
+        images=lambda wc: config["corpora"][
+            config["models"][wc.model]["train"]["corpus"]
+        ]["images"],
     message:
         "Training {wildcards.model} with open_clip's contrastive loss"
     script:

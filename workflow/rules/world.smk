@@ -1,12 +1,4 @@
-# The embedded synthetic world: a data preset. Its rules write files in the formats users
-# bring (Visual Genome JSON, COCO captions JSON, CC12M TSV, LAION Parquet); the config
-# registers them as eval sets and corpora (vlcomp.world.preset). The ground-truth checks
-# below are the only rules that know where those files came from.
-from vlcomp.world import preset as world_preset
-
-WORLD = config["world"]
-WORLD_CORPORA = list(WORLD["corpora"]) if WORLD else []
-GROUND_TRUTH_SETS = [name for name, entry in EVAL_SETS.items() if entry["ground_truth"]]
+# The world's rules: its files and the ground-truth checks (see world_preset.smk).
 
 
 rule world_eval:
@@ -91,7 +83,8 @@ rule check_world_splits:
 rule world_heldout:
     input:
         predictions=expand(
-            "results/metrics/{model}/{{benchmark}}_predictions.parquet", model=EVAL_MODELS
+            "results/metrics/{model}/{{benchmark}}_predictions.parquet",
+            model=EVAL_MODELS,
         ),
         holdout="results/world/eval/holdout.parquet",
     output:
@@ -114,7 +107,9 @@ rule world_heldout:
 
 rule world_heldout_retrieval:
     input:
-        ranks=expand("results/metrics/{model}/{{benchmark}}_ranks.parquet", model=EVAL_MODELS),
+        ranks=expand(
+            "results/metrics/{model}/{{benchmark}}_ranks.parquet", model=EVAL_MODELS
+        ),
         holdout="results/world/eval/holdout.parquet",
     output:
         metrics="results/world/heldout/{benchmark}.parquet",
@@ -131,24 +126,6 @@ rule world_heldout_retrieval:
         "Held-in vs held-out retrieval of {wildcards.benchmark} (the world's ground truth)"
     script:
         "../scripts/world_heldout_retrieval.py"
-
-
-def world_targets():
-    """Ground-truth checks for every eval set the world registered."""
-    targets = [
-        f"results/splits/{name}/{corpus}_agreement.json"
-        for benchmark in benchmarks_of("crepe_systematicity")
-        for name in [eval_set_of(benchmark)]
-        if name in GROUND_TRUTH_SETS
-        for corpus in BENCHMARKS[benchmark]["corpora"]
-        if corpus in WORLD_CORPORA
-    ]
-    targets += [
-        f"results/figures/{benchmark}_heldout.png"
-        for benchmark in benchmarks_of("pairs", "retrieval")
-        if eval_set_of(benchmark) in GROUND_TRUTH_SETS
-    ]
-    return sorted(set(targets))
 
 
 rule figure_world_heldout:
@@ -171,12 +148,3 @@ rule figure_world_heldout:
         "Plotting {wildcards.benchmark} on held-in vs held-out images"
     script:
         "../scripts/figure_benchmark.py"
-
-
-# Graph tables whose scene graphs are known to be right: the parser is scored on them.
-GOLD_GRAPHS.extend(
-    ["results/world/eval/truth.parquet"]
-    + [world_preset.corpus_dir(corpus) for corpus in WORLD_CORPORA]
-    if WORLD
-    else []
-)

@@ -1,0 +1,36 @@
+# The embedded synthetic world: a data preset. Its rules write files in the formats users
+# bring (Visual Genome JSON, COCO captions JSON, CC12M TSV, LAION Parquet); the config
+# registers them as eval sets and corpora (vlcomp.world.preset). The ground-truth checks in
+# world.smk are the only rules that know where those files came from.
+from vlcomp.world import preset as world_preset
+
+WORLD = config["world"]
+WORLD_CORPORA = list(WORLD["corpora"]) if WORLD else []
+GROUND_TRUTH_SETS = [name for name, entry in EVAL_SETS.items() if entry["ground_truth"]]
+
+
+def world_targets():
+    """Ground-truth checks for every eval set the world registered."""
+    targets = [
+        f"results/splits/{name}/{corpus}_agreement.json"
+        for benchmark in benchmarks_of("crepe_systematicity")
+        for name in [eval_set_of(benchmark)]
+        if name in GROUND_TRUTH_SETS
+        for corpus in BENCHMARKS[benchmark]["corpora"]
+        if corpus in WORLD_CORPORA
+    ]
+    targets += [
+        f"results/figures/{benchmark}_heldout.png"
+        for benchmark in benchmarks_of("pairs", "retrieval")
+        if eval_set_of(benchmark) in GROUND_TRUTH_SETS
+    ]
+    return sorted(set(targets))
+
+
+# Graph tables whose scene graphs are known to be right: the parser is scored on them.
+GOLD_GRAPHS.extend(
+    ["results/world/eval/truth.parquet"]
+    + [world_preset.corpus_dir(corpus) for corpus in WORLD_CORPORA]
+    if WORLD
+    else []
+)
