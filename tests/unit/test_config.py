@@ -4,7 +4,7 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from vlcomp.config import ConfigError, training_corpus, validate_config
+from vlcomp.config import ConfigError, training_corpora, validate_config
 
 
 @pytest.fixture
@@ -15,7 +15,12 @@ def default_config():
 def test_default_config_is_valid_and_gets_defaults(default_config):
     config = validate_config(default_config)
     assert config["evaluate"]["device"] == "auto"
-    assert training_corpus(config, "world_cc12m") == "cc12m"
+    assert training_corpora(config, "world_cc12m") == ["cc12m"]
+    # The world registers its files under ordinary names.
+    assert config["eval_sets"]["world_vg"]["format"] == "visual_genome"
+    assert config["eval_sets"]["world_coco"]["format"] == "coco_captions"
+    assert config["corpora"]["laion"]["format"] == "laion_parquet"
+    assert config["corpora"]["cc12m"]["images"] == "results/world/corpora/cc12m"
 
 
 def test_validation_does_not_modify_its_input(default_config):
@@ -34,13 +39,39 @@ def test_validation_does_not_modify_its_input(default_config):
         (lambda c: c["evaluate"].update(models=["nope"]), "evaluate.models[0]': no model named"),
         (
             lambda c: c["models"]["world_cc12m"]["train"].update(corpus="yfcc"),
-            "models.world_cc12m.train.corpus': no world corpus named 'yfcc'",
+            "models.world_cc12m.train.corpus': no corpus named 'yfcc'",
         ),
         (
             lambda c: c["models"].update(m={"open_clip": "RN50", "checkpoint": "/no/such.pt"}),
             "models.m.checkpoint': file not found: /no/such.pt",
         ),
         (lambda c: c.pop("evaluate"), "'evaluate' is a required property"),
+        (
+            lambda c: c["benchmarks"]["pairs"].update(eval_set="coco"),
+            "benchmarks.pairs.eval_set': no eval set named 'coco'",
+        ),
+        (
+            lambda c: c["benchmarks"]["retrieval"].update(eval_set="world_vg"),
+            "a retrieval benchmark needs a coco_captions eval set; 'world_vg' is visual_genome",
+        ),
+        (
+            lambda c: c["benchmarks"]["crepe_systematicity"].update(corpora=["cc3m"]),
+            "benchmarks.crepe_systematicity.corpora[0]': no corpus named 'cc3m'",
+        ),
+        (
+            lambda c: c["models"]["world_cc12m"].update(training_corpora=["wit"]),
+            "models.world_cc12m.training_corpora[0]': no corpus named 'wit'",
+        ),
+        (
+            lambda c: c.update(corpora={"cc12m": {"format": "cc12m_tsv", "inputs": ["x"]}}),
+            "config key 'corpora': names also registered by the world: ['cc12m']",
+        ),
+        (
+            lambda c: c.update(
+                eval_sets={"v": {"format": "visual_genome", "images": "i", "regions": {"x": 1}}}
+            ),
+            "config key 'eval_sets.v.dir': required for format visual_genome",
+        ),
     ],
 )
 def test_bad_config_names_the_key(default_config, mutate, expected):
@@ -64,3 +95,60 @@ def test_world_semantics_are_checked_with_the_key(default_config):
         ConfigError, match=r"config key 'world.corpora.cc12m.holdout.bindings\[4\]'"
     ):
         validate_config(default_config)
+
+
+def test_a_config_without_the_world_needs_no_world(tmp_path):
+    (tmp_path / "vg").mkdir()
+    (tmp_path / "images").mkdir()
+    (tmp_path / "captions.tsv").write_text("a.jpg\ta red car\n")
+    config = validate_config(
+        {
+            "eval_sets": {
+                "vg": {
+                    "format": "visual_genome",
+                    "dir": str(tmp_path / "vg"),
+                    "images": str(tmp_path / "images"),
+                }
+            },
+            "corpora": {
+                "mine": {"format": "cc12m_tsv", "inputs": [str(tmp_path / "captions.tsv")]}
+            },
+            "models": {"m": {"open_clip": "ViT-B-32-quickgelu", "pretrained": "openai"}},
+            "benchmarks": {
+                "b": {"kind": "crepe_systematicity", "eval_set": "vg", "corpora": ["mine"]}
+            },
+            "evaluate": {"models": ["m"]},
+        }
+    )
+    assert config["world"] is None
+    assert set(config["eval_sets"]) == {"vg"}
+    assert set(config["corpora"]) == {"mine"}
+
+
+def test_presets_are_valid_once_their_files_exist(tmp_path):
+    """Every preset passes validation when its /data paths point at files that exist."""
+
+    def relocate(value):
+        if isinstance(value, dict):
+            return {k: relocate(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [relocate(v) for v in value]
+        if isinstance(value, str) and value.startswith("/data/"):
+            path = tmp_path / value.removeprefix("/data/")
+            if path.suffix:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.touch()
+            else:
+                path.mkdir(parents=True, exist_ok=True)
+            return str(path)
+        return value
+
+    presets = sorted((REPO / "config" / "presets").glob("*.yaml"))
+    assert len(presets) >= 3
+    for preset in presets:
+        raw = yaml.safe_load(preset.read_text())
+        with pytest.raises(ConfigError, match="not found: /data/"):
+            validate_config(raw)
+        config = validate_config(relocate(raw))
+        assert config["world"] is None, preset
+        assert config["benchmarks"], preset
