@@ -43,7 +43,7 @@ def test_workflow_runs_through_slurm(cluster, tmp_path):
         "--configfile", str(SMALL_CONFIG), "--profile", str(REPO / "profiles" / "slurm"),
         "--jobs", "4",
         # A representative slice: every stage kind from world to metrics, not every figure.
-        "results/metrics/world_retrieval.parquet",
+        "results/metrics/retrieval.parquet",
         "results/splits/world_vg/cc12m_agreement.json",
     ]  # fmt: skip
     env = {**os.environ, "HF_HUB_OFFLINE": "1"}
@@ -53,5 +53,5 @@ def test_workflow_runs_through_slurm(cluster, tmp_path):
     # Every job went through sbatch: the plugin reports a SLURM job id per submission.
     submitted = [line for line in output.splitlines() if "SLURM jobid" in line]
     assert len(submitted) >= 8, output[-3000:]
-    table = pl.read_parquet(tmp_path / "results/metrics/world_retrieval.parquet")
+    table = pl.read_parquet(tmp_path / "results/metrics/retrieval.parquet")
     assert {"world_cc12m", "chance"} <= set(table["model"])
