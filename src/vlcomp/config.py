@@ -54,7 +54,20 @@ def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) 
             for key in instance:
                 if key not in schema.get("properties", {}):
                     instance[key] = _fill_defaults(instance[key], extra, root)
+        return _canonical_order(instance, schema)
     return instance
+
+
+def _canonical_order(instance: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Keys in the schema's order, free-form keys sorted; maps of named entries (corpora,
+    models, ...) keep the user's order. Rules take config sections as params, and Snakemake
+    compares params as written: the same settings must look the same however the user
+    ordered them."""
+    properties = schema.get("properties", {})
+    if not properties and isinstance(schema.get("additionalProperties"), dict):
+        return instance
+    known = [k for k in properties if k in instance]
+    return {k: instance[k] for k in [*known, *sorted(set(instance) - set(known))]}
 
 
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
