@@ -161,7 +161,13 @@ rule significance:
 
 rule metrics_summary:
     input:
-        expand("results/metrics/{table}.parquet", table=BENCHMARKS),
+        expand(
+            "results/metrics/{table}.parquet",
+            table=[
+                *BENCHMARKS,
+                *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
+            ],
+        ),
     output:
         report(
             "results/metrics/summary.md",

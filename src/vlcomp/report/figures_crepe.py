@@ -224,28 +224,47 @@ def plot_split_accuracy(
 
 
 def metrics_markdown(tables: Sequence[str | Path], out: str | Path, metric: str = "R@1") -> None:
-    """A Markdown summary: ``metric`` (with 95% CI) per model, benchmark, split and negative
-    type, complexities pooled; chance in its own column."""
-    frame = pl.concat([pl.read_parquet(t) for t in tables], how="diagonal_relaxed")
-    if "complexity" in frame.columns:
-        frame = frame.filter(pl.col("complexity").is_null())
-    frame = frame.filter(pl.col("metric").is_in([metric, "accuracy"]))
+    """A Markdown summary, one section per metric table (named after its file): ``metric``
+    or accuracy (retrieval: i2t/t2i ``metric``) with its 95% CI per model, part, split and
+    negative type, complexities pooled, each (split, type) once; micro averages as type
+    "all"; chance in its own column."""
+    wanted = {
+        metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
+        f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
+    }  # fmt: skip
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
-    for benchmark in sorted(set(frame["benchmark"])):
-        part = frame.filter(pl.col("benchmark") == benchmark)
-        lines += [f"## {benchmark}", "", "| model | split | type | value | 95% CI | n | chance |"]
-        lines.append("|---|---|---|---:|---|---:|---:|")
+    for table in tables:
+        frame = pl.read_parquet(table)
+        if "complexity" in frame.columns:
+            frame = frame.filter(pl.col("complexity").is_null())
+        frame = frame.filter(pl.col("metric").is_in(list(wanted)))
+        if "part" not in frame.columns:
+            frame = frame.with_columns(part=pl.lit(None, dtype=pl.String))
+        frame = frame.with_columns(
+            family=pl.col("metric").replace_strict(wanted, default=None).fill_null(pl.col("family"))
+        )
+        with_parts = frame["part"].drop_nulls().n_unique() > 0
+        title = Path(table).stem
+        header = "| model | " + ("part | " if with_parts else "") + "split | type | value "
+        lines += [f"## {title}", "", header + "| 95% CI | n | chance |"]
+        lines.append("|---|" + ("---|" if with_parts else "") + "---|---|---:|---|---:|---:|")
+        keys = ("part", "split", "family")
         chance = {
-            (r["split"], r["family"]): r["value"]
-            for r in part.filter(pl.col("model") == "chance").iter_rows(named=True)
+            tuple(r[k] for k in keys): r["value"]
+            for r in frame.filter(pl.col("model") == CHANCE).iter_rows(named=True)
         }
-        rows = part.filter(pl.col("model") != "chance").sort("model", "family", "split")
+        rows = (
+            frame.filter(pl.col("model") != CHANCE)
+            .with_columns(_all_first=pl.col("split") != ALL)
+            .sort("model", "part", "family", "_all_first", "split", nulls_last=True)
+        )
         for r in rows.iter_rows(named=True):
             ci = f"[{r['ci_low']:.3f}, {r['ci_high']:.3f}]" if r.get("ci_low") is not None else ""
-            base = chance.get((r["split"], r["family"]))
+            base = chance.get(tuple(r[k] for k in keys))
             base_text = f"{base:.3f}" if base is not None else ""
+            part = f"{r['part'] or ''} | " if with_parts else ""
             lines.append(
-                f"| {r['model']} | {r['split']} | {r['family']} | {r['value']:.3f} | {ci} "
+                f"| {r['model']} | {part}{r['split']} | {r['family']} | {r['value']:.3f} | {ci} "
                 f"| {r['n']} | {base_text} |"
             )
         lines.append("")
