@@ -4,7 +4,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, needs_shared
 from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA
 from vlcomp.importers import (
     ImportFormatError,
@@ -119,7 +119,7 @@ def test_sugarcrepe_old_ent_names_map_to_obj(tmp_path):
     assert cands["target"][0] == "obj"
 
 
-@pytest.mark.skipif(not REAL_SUGARCREPE.exists(), reason="shared SugarCrepe data not present")
+@needs_shared(REAL_SUGARCREPE)
 def test_real_sugarcrepe_counts_and_refined_subset():
     refined = read_sugarcrepe_dir(REAL_SUGARCREPE / "refined").candidates
     unrefined = read_sugarcrepe_dir(REAL_SUGARCREPE / "unrefined").candidates

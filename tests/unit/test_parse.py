@@ -9,7 +9,7 @@ import json
 import polars as pl
 import pytest
 
-from tests.conftest import SHARED
+from tests.conftest import SHARED, needs_shared
 from vlcomp.contracts import GRAPHS_SCHEMA
 from vlcomp.io import read_parquet_metadata
 from vlcomp.parse import (
@@ -40,7 +40,7 @@ from vlcomp.parse.quality import (
 from vlcomp.parse.tokens import is_headline_case, prepare, truncate
 
 FACTUAL_DEV = SHARED / "data" / "factual_sg" / "dev.csv"
-needs_factual = pytest.mark.skipif(not FACTUAL_DEV.exists(), reason="shared FACTUAL data absent")
+needs_factual = needs_shared(FACTUAL_DEV)
 
 
 @pytest.fixture(scope="module")

@@ -487,11 +487,13 @@ def test_template_negations() -> None:
 
 def test_caption_states_each_atom_once(world_graphs: list[SceneGraph]) -> None:
     generator = rng(5)
+    checked: Counter[int] = Counter()
     for graph in world_graphs[:20]:
         for n in (4, 8, 12):
             walk = random_walk(graph, n, generator)
             if walk is None:
                 continue
+            checked[n] += 1
             pattern = pattern_from_walk(graph, walk)
             assert atom_count(pattern) == n
             text = render(pattern)
@@ -502,6 +504,8 @@ def test_caption_states_each_atom_once(world_graphs: list[SceneGraph]) -> None:
             for node in pattern.nodes:
                 for a in node.attributes:
                     assert a.value in words
+    # Walks of every length were found and checked (the loop above cannot pass vacuously).
+    assert checked[4] >= 10 and checked[8] >= 5, checked
 
 
 # -------------------------------------------------------------------- graph checks
