@@ -103,16 +103,19 @@ PRODUCED_PREFIX = "results/"
 EVAL_SET_SOURCES = {
     "visual_genome": ("dir",),
     "coco_captions": ("captions",),
-    "sugarcrepe": ("files",),
-    "aro": ("files",),
-    "crepe_csv": ("files",),
+    **{fmt: ("files",) for fmt in ("sugarcrepe", "sugarcrepe_pp", "aro", "crepe_csv")},
+    **{fmt: ("files",) for fmt in ("winoground", "bivlc", "vismin")},
 }
+# Imported benchmarks by shape: 1+N candidate sets, two positives + a negative, two images.
+SET_FORMATS = ("sugarcrepe", "aro", "crepe_csv")
+TWO_POSITIVE_FORMATS = ("sugarcrepe_pp",)
+TWO_IMAGE_FORMATS = ("winoground", "bivlc", "vismin")
 BENCHMARK_EVAL_FORMATS = {
     "crepe_systematicity": ("visual_genome",),
     "crepe_productivity": ("visual_genome",),
     "pairs": ("visual_genome", "coco_captions"),
     "retrieval": ("coco_captions",),
-    "imported": ("sugarcrepe", "aro", "crepe_csv"),
+    "imported": (*SET_FORMATS, *TWO_POSITIVE_FORMATS, *TWO_IMAGE_FORMATS),
 }
 
 
@@ -139,7 +142,9 @@ def _check_eval_sets(config: dict[str, Any]) -> list[str]:
                 RegionFilters.from_options(entry["regions"])
             except ValueError as error:
                 problems.append(f"config key '{key}.regions': {error}")
-        elif entry["regions"]:
+        if entry["options"] and fmt in ("visual_genome", "coco_captions"):
+            problems.append(f"config key '{key}.options': only imported formats have options")
+        if entry["regions"] and fmt != "visual_genome":
             problems.append(
                 f"config key '{key}.regions': only visual_genome eval sets have regions"
             )
@@ -240,6 +245,33 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
         IngestOptions.parse("cc12m_tsv", {"rules": rules})
     except ValueError as error:
         problems.append(f"config key 'ingest.rules': {error}")
+    uses_llm = [
+        name
+        for name, entry in config["benchmarks"].items()
+        if "llm" in (entry["negatives"], entry["captions"])
+    ]
+    if uses_llm and not config["llm"]:
+        problems.append(
+            f"config key 'llm': benchmarks {uses_llm} ask for LLM generation; configure an "
+            "endpoint (llm.model, llm.base_url, llm.api_key_env)"
+        )
+    if config["llm"]:
+        from vlcomp.llm.client import LLMSettings
+
+        try:
+            LLMSettings.from_config(config["llm"])
+        except ValueError as error:
+            problems.append(f"config key {error}")
+    for name, entry in config["benchmarks"].items():
+        key = f"benchmarks.{name}"
+        if entry["review"] and _missing(entry["review"]):
+            problems.append(f"config key '{key}.review': not found: {entry['review']}")
+        if entry["kind"] != "pairs" and (entry["negatives"] != "template" or entry["families"]):
+            problems.append(f"config key '{key}.negatives': only pairs benchmarks have negatives")
+        if entry["kind"] != "crepe_productivity" and entry["captions"] != "template":
+            problems.append(f"config key '{key}.captions': only crepe_productivity has captions")
+        if entry["review"] and "llm" not in (entry["negatives"], entry["captions"]):
+            problems.append(f"config key '{key}.review': only LLM-generated items are reviewed")
     from vlcomp.negatives.productivity import ProductivitySettings
     from vlcomp.negatives.systematicity import resolve_settings
 

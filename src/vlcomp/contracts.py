@@ -69,6 +69,20 @@ CANDIDATES_SCHEMA: dict[str, pl.DataType] = {
     "provenance": pl.String,  # free text: file, key, seed
 }
 
+# two-image sets (Winoground-style): caption_0 describes image_0, caption_1 describes image_1.
+TWO_IMAGE_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,  # e.g. "winoground", "bivlc", "vismin"
+    "item_id": pl.String,
+    "image_0": pl.String,  # image file or id, as the published file gives it
+    "image_1": pl.String,
+    "caption_0": pl.String,
+    "caption_1": pl.String,
+    "family": pl.String,  # swap, replace, add, ...
+    "target": pl.String,  # obj, att, rel, ... (nullable)
+    "generator": pl.String,  # imported:<source>
+    "provenance": pl.String,  # free text: file, key, tags
+}
+
 # refine: one text-only score per (scorer, text); higher = more likely / acceptable.
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "scorer": pl.String,

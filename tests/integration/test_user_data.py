@@ -111,6 +111,23 @@ def write_user_files(root: Path) -> dict[str, Path]:
     }
     (photos / "sugarcrepe").mkdir()
     (photos / "sugarcrepe" / "replace_att.json").write_text(json.dumps(sugarcrepe))
+    plus = [
+        {"id": 0, "filename": "chelsea.png", "caption": "an orange cat",
+         "caption2": "a cat that is orange", "negative_caption": "a blue cat"},
+        {"id": 1, "filename": "coffee.png", "caption": "a white cup on a saucer",
+         "caption2": "a saucer under a white cup", "negative_caption": "a saucer on a white cup"},
+    ]  # fmt: skip
+    (photos / "sugarcrepe_pp").mkdir()
+    (photos / "sugarcrepe_pp" / "replace_att.json").write_text(json.dumps(plus))
+    winoground = [
+        {"id": 0, "image_0": "chelsea", "image_1": "horse", "caption_0": "a cat",
+         "caption_1": "a horse", "tag": "Object", "secondary_tag": "", "num_main_preds": 1,
+         "collapsed_tag": "Object"},
+        {"id": 1, "image_0": "rocket", "image_1": "not_there", "caption_0": "a rocket",
+         "caption_1": "a photo nobody has", "tag": "Object", "secondary_tag": "",
+         "num_main_preds": 1, "collapsed_tag": "Object"},
+    ]  # fmt: skip
+    (photos / "winoground.jsonl").write_text("".join(json.dumps(r) + "\n" for r in winoground))
 
     if FACTUAL_TRAIN.is_file():
         factual = FACTUAL_TRAIN
@@ -171,6 +188,16 @@ def user_config(files: dict[str, Path]) -> dict:
                 "files": [str(files["photos"] / "sugarcrepe")],
                 "images": str(files["photos"]),
             },
+            "photo_pp": {
+                "format": "sugarcrepe_pp",
+                "files": [str(files["photos"] / "sugarcrepe_pp")],
+                "images": str(files["photos"]),
+            },
+            "photo_wino": {
+                "format": "winoground",
+                "files": [str(files["photos"] / "winoground.jsonl")],
+                "images": str(files["photos"]),
+            },
         },
         "corpora": {
             "factual": {"format": "text_csv", "inputs": [str(files["factual"])]},
@@ -198,6 +225,8 @@ def user_config(files: dict[str, Path]) -> dict:
             "photo_pairs": {"kind": "pairs", "eval_set": "photos"},
             "photo_retrieval": {"kind": "retrieval", "eval_set": "photos"},
             "published": {"kind": "imported", "eval_set": "photo_pairs", "corpora": ["factual"]},
+            "published_pp": {"kind": "imported", "eval_set": "photo_pp"},
+            "published_wino": {"kind": "imported", "eval_set": "photo_wino"},
         },
         "negatives": {"productivity": {"min_area": 0, "walks_per_image": 2, "complexities": [4]}},
         "evaluate": {
@@ -239,7 +268,7 @@ def test_every_benchmark_kind_is_evaluated(user_run):
     results = user_run / "results"
     for name in [
         "systematicity", "systematicity_bindsplit", "productivity", "pairs", "photo_pairs",
-        "photo_retrieval", "published",
+        "photo_retrieval", "published", "published_pp", "published_wino",
     ]:  # fmt: skip
         table = pl.read_parquet(results / "metrics" / f"{name}.parquet")
         assert table.filter(pl.col("model") == "mine").height > 0, name
@@ -248,6 +277,16 @@ def test_every_benchmark_kind_is_evaluated(user_run):
     for corpus in ["shapes", "factual"]:
         assert (results / "export/crepe/systematicity" / corpus / "summary.json").exists()
     assert (results / "blind/pairs/shapes.parquet").exists()
+    # The generated pair benchmarks come out in SugarCrepe's layout with a manifest, and our
+    # own importer reads them back.
+    from vlcomp.export import verify_manifest
+    from vlcomp.importers.sugarcrepe import read_sugarcrepe_dir
+
+    export = results / "export/sugarcrepe/pairs"
+    assert verify_manifest(export) == []
+    generated = pl.read_parquet(results / "negatives/pairs/candidates.parquet")
+    exported = read_sugarcrepe_dir(export).candidates
+    assert sorted(exported["text"].to_list()) == sorted(generated["text"].to_list())
     assert (results / "blind/published/factual.parquet").exists()
     assert (results / "figures/priors_mine_pairs.png").exists()
 
@@ -257,7 +296,7 @@ def test_missing_photo_is_counted_not_fatal(user_run):
     index = pl.read_parquet(results / "eval_sets/photos/images.parquet")
     missing = index.filter(pl.col("status") == "missing")
     assert missing["image_id"].to_list() == [str(len(PHOTO_CAPTIONS) + 1)]
-    for name in ["photo_pairs", "photo_retrieval", "published"]:
+    for name in ["photo_pairs", "photo_retrieval", "published", "published_wino"]:
         excluded = pl.read_parquet(results / "metrics" / "mine" / f"{name}_excluded.parquet")
         assert excluded.height >= 1, name
         assert set(excluded["status"].to_list()) == {"missing"}, name
@@ -266,3 +305,13 @@ def test_missing_photo_is_counted_not_fatal(user_run):
 def test_text_only_corpus_is_counted(user_run):
     atoms = pl.read_parquet(user_run / "results/counts/factual/atoms.parquet")
     assert atoms.height > 100 if FACTUAL_TRAIN.is_file() else atoms.height > 3
+
+
+def test_two_image_and_two_positive_scores(user_run):
+    metrics = user_run / "results" / "metrics"
+    wino = pl.read_parquet(metrics / "published_wino.parquet")
+    assert {"text_score_micro", "image_score_micro", "group_score_micro"} <= set(wino["metric"])
+    pp = pl.read_parquet(metrics / "published_pp.parquet")
+    assert {"itt_accuracy_micro", "tot_accuracy_micro"} <= set(pp["metric"])
+    # One of the two Winoground items has a missing image: scored on the other alone.
+    assert wino.filter(pl.col("metric") == "group_score_micro")["n"].to_list()[0] == 1

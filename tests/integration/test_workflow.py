@@ -70,6 +70,7 @@ def test_outputs_exist(run_dir):
         "world/heldout/retrieval.parquet",
         "figures/retrieval_heldout.png",
         "figures/pairs_heldout.png",
+        "export/sugarcrepe/pairs/manifest.json",
     ]:
         assert (results / path).stat().st_size > 0, path
     assert (results / "figures/retrieval.png").read_bytes()[:4] == b"\x89PNG"

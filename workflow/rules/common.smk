@@ -8,7 +8,14 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 # Offline by default: a missing pretrained weight must fail at once, not retry for ~47 s.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from vlcomp.config import ConfigError, training_corpora, validate_config  # noqa: E402
+from vlcomp.config import (  # noqa: E402
+    SET_FORMATS,
+    TWO_IMAGE_FORMATS,
+    TWO_POSITIVE_FORMATS,
+    ConfigError,
+    training_corpora,
+    validate_config,
+)
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
 try:
@@ -35,6 +42,33 @@ def names_re(names):
 
 def benchmarks_of(*kinds):
     return [name for name, entry in BENCHMARKS.items() if entry["kind"] in kinds]
+
+
+def imported_of(formats):
+    """Imported benchmarks whose eval set has one of these formats."""
+    return [
+        name
+        for name in benchmarks_of("imported")
+        if EVAL_SETS[BENCHMARKS[name]["eval_set"]]["format"] in formats
+    ]
+
+
+# Benchmarks by how they are evaluated: candidate sets with one positive (ranked by one
+# ranker), two positives and a negative (SugarCrepe++), or two images (Winoground).
+SET_BENCHMARKS = [
+    *benchmarks_of("crepe_systematicity", "crepe_productivity", "pairs"),
+    *imported_of(SET_FORMATS),
+]
+TWO_POSITIVE_BENCHMARKS = imported_of(TWO_POSITIVE_FORMATS)
+TWO_IMAGE_BENCHMARKS = imported_of(TWO_IMAGE_FORMATS)
+# Benchmarks whose items an LLM writes (then validated, and filtered by a human review).
+LLM_PAIRS = [b for b in benchmarks_of("pairs") if BENCHMARKS[b]["negatives"] == "llm"]
+LLM_PRODUCTIVITY = [
+    b for b in benchmarks_of("crepe_productivity") if BENCHMARKS[b]["captions"] == "llm"
+]
+LLM_BENCHMARKS = [*LLM_PAIRS, *LLM_PRODUCTIVITY]
+# Text-only analyses (scorers, blind baselines, refinement, priors) take one positive.
+TEXT_BENCHMARKS = [*benchmarks_of("pairs"), *imported_of(SET_FORMATS)]
 
 
 wildcard_constraints:
@@ -119,7 +153,7 @@ def eval_set_source(evalset):
     """The eval set's entry as the stage jobs read it (format-specific keys only)."""
     entry = EVAL_SETS[evalset]
     keys = ("dir", "captions", "files", "images", "regions")
-    return {k: entry[k] for k in keys if k in entry}
+    return {**entry["options"], **{k: entry[k] for k in keys if k in entry}}
 
 
 def eval_set_inputs(evalset):
@@ -139,7 +173,12 @@ def image_references(evalset):
     if EVAL_SETS[evalset]["format"] in ("visual_genome", "coco_captions"):
         return [f"results/eval_sets/{evalset}/items.parquet"]
     return [
-        f"results/negatives/{name}/candidates.parquet"
+        f"results/negatives/{name}/"
+        + (
+            "two_image.parquet"
+            if name in TWO_IMAGE_BENCHMARKS
+            else "candidates.parquet"
+        )
         for name in benchmarks_of("imported")
         if eval_set_of(name) == evalset
     ]
@@ -221,8 +260,15 @@ def evaluation_inputs(split_column):
     return inputs
 
 
-def significance_models():
-    return EVAL_MODELS if len(EVAL_MODELS) > 1 else []
+def figure_kind(table):
+    """Which figure a metric table gets (see vlcomp.report.plots.plot_benchmark)."""
+    if table not in BENCHMARKS:
+        return "bindsplit"
+    if table in TWO_IMAGE_BENCHMARKS:
+        return "two_image"
+    if table in TWO_POSITIVE_BENCHMARKS:
+        return "sugarcrepe_pp"
+    return BENCHMARKS[table]["kind"]
 
 
 def benchmark_targets():
@@ -240,7 +286,11 @@ def benchmark_targets():
             )
         if kind == "crepe_productivity":
             targets.append(f"results/export/crepe/{name}/files.json")
-        if kind in ("pairs", "imported"):
+        if kind == "pairs":
+            targets.append(f"results/export/sugarcrepe/{name}")
+        if name in LLM_BENCHMARKS:
+            targets.append(f"results/review/{name}/sheet.html")
+        if name in TEXT_BENCHMARKS:
             targets += expand(
                 "results/{what}/{name}/{corpus}.parquet",
                 what=["blind"],
@@ -257,6 +307,6 @@ def benchmark_targets():
                 for model in EVAL_MODELS
                 if model_corpus(model) in entry["corpora"]
             ]
-        if kind != "retrieval" and len(EVAL_MODELS) > 1:
+        if name in SET_BENCHMARKS and len(EVAL_MODELS) > 1:
             targets.append(f"results/stats/{name}_mcnemar.parquet")
     return targets

@@ -20,9 +20,7 @@ rule figure_benchmark:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        kind=lambda wc: (
-            "bindsplit" if wc.table not in BENCHMARKS else BENCHMARKS[wc.table]["kind"]
-        ),
+        kind=lambda wc: figure_kind(wc.table),
     message:
         "Plotting {wildcards.table}"
     script:

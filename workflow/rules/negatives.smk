@@ -79,7 +79,13 @@ rule productivity_negatives:
     log:
         "logs/negatives/{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(benchmarks_of("crepe_productivity")),
+        benchmark=names_re(
+            [
+                b
+                for b in benchmarks_of("crepe_productivity")
+                if b not in LLM_PRODUCTIVITY
+            ]
+        ),
     conda:
         "../envs/vlcomp.yaml"
     params:
@@ -124,7 +130,7 @@ rule pairs_negatives:
     log:
         "logs/negatives/{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(benchmarks_of("pairs")),
+        benchmark=names_re([b for b in benchmarks_of("pairs") if b not in LLM_PAIRS]),
     conda:
         "../envs/vlcomp.yaml"
     params:
@@ -146,7 +152,7 @@ rule import_benchmark:
     log:
         "logs/negatives/{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(benchmarks_of("imported")),
+        benchmark=names_re([*imported_of(SET_FORMATS), *TWO_POSITIVE_BENCHMARKS]),
     conda:
         "../envs/vlcomp.yaml"
     params:
@@ -156,3 +162,50 @@ rule import_benchmark:
         "Importing the published benchmark {wildcards.benchmark}"
     script:
         "../scripts/import_benchmark.py"
+
+
+rule import_two_image:
+    input:
+        lambda wc: eval_set_inputs(eval_set_of(wc.benchmark)),
+    output:
+        two_image="results/negatives/{benchmark}/two_image.parquet",
+        rejected="results/negatives/{benchmark}/rejected.parquet",
+    log:
+        "logs/negatives/{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(TWO_IMAGE_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        format=lambda wc: EVAL_SETS[eval_set_of(wc.benchmark)]["format"],
+        source=lambda wc: eval_set_source(eval_set_of(wc.benchmark)),
+    message:
+        "Importing the published two-image benchmark {wildcards.benchmark}"
+    script:
+        "../scripts/import_two_image.py"
+
+
+rule export_sugarcrepe:
+    input:
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
+        image_index=image_index,
+    output:
+        directory("results/export/sugarcrepe/{benchmark}"),
+    log:
+        "logs/negatives/export_sugarcrepe_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(benchmarks_of("pairs")),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        format="sugarcrepe",
+        config_section=lambda wc: {
+            "benchmark": BENCHMARKS[wc.benchmark],
+            "eval_set": EVAL_SETS[eval_set_of(wc.benchmark)],
+            "negatives": {"seed": config["negatives"]["seed"]},
+        },
+    message:
+        "Exporting {wildcards.benchmark} in SugarCrepe's JSON layout (CLIP_benchmark reads it)"
+    script:
+        "../scripts/export_benchmark.py"

@@ -7,7 +7,7 @@ rule score_benchmark:
     log:
         "logs/refine/score_{benchmark}_{corpus}.log",
     wildcard_constraints:
-        benchmark=names_re(benchmarks_of("pairs", "imported")),
+        benchmark=names_re(TEXT_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
     params:

@@ -254,3 +254,181 @@ def score_benchmark(
     meta = {f"scorer.{short}": scorer.name for short, scorer in scorers.items()}
     write_parquet(scores, scores_out, metadata=meta)
     log(f"scored {scores.height} (scorer, text) pairs with {', '.join(scorers)}")
+
+
+def evaluate_two_image_job(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    items: str,
+    image_index: str,
+    cache_dir: str,
+    predictions_out: str,
+    metrics_out: str,
+    excluded_out: str,
+    log: Log = print,
+) -> None:
+    """Job: score one model on a two-image benchmark (``contracts.TWO_IMAGE_SCHEMA``:
+    Winoground, BiVLC, VisMin) and write per-item predictions
+    (``two_image.TWO_IMAGE_PREDICTIONS_SCHEMA``: the 2x2 similarities and text / image /
+    group correctness), the metric table (``METRIC_SCHEMA``: text_score, image_score,
+    group_score per family, micro and macro, with chance 1/4, 1/4, 1/6) and the items left
+    out (``EXCLUDED_SCHEMA``, one row per item: its first unusable image). Both image ids are
+    looked up in ``image_index``; an item with either image missing or undecodable is
+    excluded and logged. ``settings``: device, threads, batch_size, bootstrap_resamples,
+    bootstrap_seed, ci_level."""
+    from vlcomp.contracts import TWO_IMAGE_SCHEMA, conform
+    from vlcomp.evaluate.two_image import (
+        TWO_IMAGE_METRICS,
+        WINOGROUND_CHANCE,
+        log_score_summary,
+        score_two_image,
+        two_image_metric_table,
+        two_image_predictions,
+    )
+
+    eval_settings = EvalSettings.from_config(settings)
+    table = conform(pl.read_parquet(items), TWO_IMAGE_SCHEMA, items).sort("benchmark", "item_id")
+    duplicated = table.filter(pl.struct("benchmark", "item_id").is_duplicated())
+    if duplicated.height:
+        raise ValueError(f"{items}: duplicate item_id {duplicated['item_id'][0]!r}")
+    total = table.height
+    pairs = table.select("item_id", "image_0", "image_1").rows()
+    usable, problems = lookup_images([i for _, *ids in pairs for i in ids],
+                                     read_image_index(image_index))  # fmt: skip
+    excluded = _two_image_excluded(pairs, problems)
+    _stop_if_nothing_left(excluded, total, image_index, log)
+    table = table.filter(_usable_pairs(pairs, problems))
+    loaded, image_cache, text_cache = open_model(
+        model_key, model_entry, checkpoint, settings, cache_dir, log
+    )
+    similarity, unreadable = score_two_image(
+        loaded, table, usable, int(settings["batch_size"]), image_cache, text_cache,
+        progress_bar, log,
+    )  # fmt: skip
+    if unreadable:
+        pairs = table.select("item_id", "image_0", "image_1").rows()
+        failures = {image: (UNREADABLE, message) for image, message in unreadable.items()}
+        excluded += _two_image_excluded(pairs, failures)
+        _stop_if_nothing_left(excluded, total, image_index, log)
+        keep = _usable_pairs(pairs, failures)
+        table, similarity = table.filter(keep), similarity[keep.to_numpy()]
+    predictions = two_image_predictions(model_key, table, similarity)
+    metrics = two_image_metric_table(predictions, eval_settings)
+    meta = {
+        **model_metadata(model_key, loaded),
+        **eval_settings.metadata(),
+        "chance": ", ".join(f"{k} {v:.6f}" for k, v in WINOGROUND_CHANCE.items()),
+    }
+    excluded_table = excluded_frame(excluded)
+    write_parquet(predictions, predictions_out, metadata=meta)
+    write_parquet(metrics, metrics_out, metadata=meta)
+    write_parquet(excluded_table, excluded_out, metadata=meta)
+    log_excluded(excluded_table, total, log)
+    log_score_summary(metrics, list(TWO_IMAGE_METRICS), log)
+
+
+def _usable_pairs(
+    pairs: Sequence[tuple[Any, ...]], failures: Mapping[str | None, tuple[str, str]]
+) -> pl.Series:
+    """Boolean mask: (item_id, image_0, image_1) rows with neither image in ``failures``."""
+    return pl.Series([all(i not in failures for i in ids) for _, *ids in pairs], dtype=pl.Boolean)
+
+
+def _two_image_excluded(
+    pairs: Sequence[tuple[Any, ...]], failures: Mapping[str | None, tuple[str, str]]
+) -> list[tuple[Any, ...]]:
+    """``EXCLUDED_SCHEMA`` tuples, one per (item_id, image_0, image_1) with a failed image:
+    the first failed image, the other one named in the detail when it failed too."""
+    rows = []
+    for item_id, *images in pairs:
+        bad = [(k, image) for k, image in enumerate(images) if image in failures]
+        if not bad:
+            continue
+        (k, image), *others = bad
+        status, detail = failures[image]
+        detail = f"image_{k}: {detail}" if detail else f"image_{k}"
+        for j, other in others:
+            detail += f"; image_{j} {other!r} is {failures[other][0]} too"
+        rows.append((None, item_id, image, status, detail))
+    return rows
+
+
+def evaluate_sugarcrepe_pp_job(
+    model_key: str,
+    model_entry: dict[str, Any],
+    checkpoint: str | None,
+    settings: dict[str, Any],
+    candidates: str,
+    boxes: str | None,
+    image_index: str,
+    cache_dir: str,
+    predictions_out: str,
+    metrics_out: str,
+    excluded_out: str,
+    log: Log = print,
+) -> None:
+    """Job: score one model on a SugarCrepe++-style benchmark (``CANDIDATES_SCHEMA`` rows
+    with two positives and one negative per item and negative type) and write per-item
+    predictions (``two_image.SUGARCREPE_PP_PREDICTIONS_SCHEMA``), the metric table
+    (``METRIC_SCHEMA``: itt_accuracy and tot_accuracy per negative type, micro and macro,
+    chance 1/3 each) and the items left out (``EXCLUDED_SCHEMA``). ``boxes``: an optional
+    table item_id, x, y, width, height cropping each item's image. An item whose image is
+    missing or undecodable is excluded from both metrics (TOT too, so that ITT and TOT count
+    the same items). ``settings``: as ``evaluate_two_image_job``."""
+    from vlcomp.evaluate.retrieval_sets import item_boxes
+    from vlcomp.evaluate.two_image import (
+        SUGARCREPE_PP_CHANCE,
+        SUGARCREPE_PP_METRICS,
+        log_score_summary,
+        score_sugarcrepe_pp,
+        sugarcrepe_pp_metric_table,
+        sugarcrepe_pp_predictions,
+        sugarcrepe_pp_triples,
+    )
+
+    eval_settings = EvalSettings.from_config(settings)
+    triples = sugarcrepe_pp_triples(pl.read_parquet(candidates))
+    item_images = triples.select("item_id", "image").unique().sort("item_id")
+    total = item_images.height
+    usable, problems = lookup_images(item_images["image"].to_list(), read_image_index(image_index))
+    excluded: list[tuple[Any, ...]] = [
+        (None, item_id, image, *problems[image])
+        for item_id, image in item_images.iter_rows()
+        if image not in usable
+    ]
+    _stop_if_nothing_left(excluded, total, image_index, log)
+    triples = triples.filter(pl.col("image").is_in(sorted(usable)).fill_null(False))
+    loaded, image_cache, text_cache = open_model(
+        model_key, model_entry, checkpoint, settings, cache_dir, log
+    )
+    box_of = item_boxes(pl.read_parquet(boxes)) if boxes else None
+    image_sims, text_sims, unreadable = score_sugarcrepe_pp(
+        loaded, triples, usable, box_of, int(settings["batch_size"]), image_cache, text_cache,
+        progress_bar, log,
+    )  # fmt: skip
+    if unreadable:
+        failed = pl.col("image").is_in(sorted(unreadable))
+        bad = triples.filter(failed).select("item_id", "image").unique().sort("item_id")
+        excluded += [
+            (None, item_id, image, UNREADABLE, unreadable[image])
+            for item_id, image in bad.iter_rows()
+        ]
+        _stop_if_nothing_left(excluded, total, image_index, log)
+        keep = triples.select(~failed).to_series().to_numpy()
+        triples = triples.filter(~failed)
+        image_sims, text_sims = image_sims[keep], text_sims[keep]
+    predictions = sugarcrepe_pp_predictions(model_key, triples, image_sims, text_sims)
+    metrics = sugarcrepe_pp_metric_table(predictions, eval_settings)
+    meta = {
+        **model_metadata(model_key, loaded),
+        **eval_settings.metadata(),
+        "chance": ", ".join(f"{k} {v:.6f}" for k, v in SUGARCREPE_PP_CHANCE.items()),
+    }
+    excluded_table = excluded_frame(excluded)
+    write_parquet(predictions, predictions_out, metadata=meta)
+    write_parquet(metrics, metrics_out, metadata=meta)
+    write_parquet(excluded_table, excluded_out, metadata=meta)
+    log_excluded(excluded_table, total, log)
+    log_score_summary(metrics, list(SUGARCREPE_PP_METRICS), log)

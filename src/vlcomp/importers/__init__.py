@@ -1,11 +1,23 @@
-"""Importers of published benchmarks into the candidates contract (``CANDIDATES_SCHEMA``)."""
+"""Importers of published benchmarks into the candidates contract (``CANDIDATES_SCHEMA``) and,
+for two-image benchmarks (Winoground, BiVLC, VisMin), the two-image contract
+(``TWO_IMAGE_SCHEMA``)."""
 
-from vlcomp.importers.aro import ARO_FILES, aro_file_task, read_aro_file
+from vlcomp.importers.aro import (
+    ARO_FILES,
+    ORDER_PERTURBATIONS,
+    SYMMETRIC_RELATIONS,
+    aro_file_task,
+    read_aro_file,
+    symmetric_relation_items,
+)
+from vlcomp.importers.bivlc import read_bivlc_file
 from vlcomp.importers.common import (
     Imported,
     ImportFormatError,
     RecordError,
+    TwoImageImported,
     concat_imports,
+    integer_key_gaps,
     split_region,
 )
 from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
@@ -17,22 +29,40 @@ from vlcomp.importers.sugarcrepe import (
     sugarcrepe_file_type,
     sugarcrepe_type,
 )
+from vlcomp.importers.sugarcrepe_pp import (
+    SUGARCREPE_PP_TYPES,
+    read_sugarcrepe_pp_file,
+    sugarcrepe_pp_file_type,
+)
+from vlcomp.importers.vismin import read_vismin_file
+from vlcomp.importers.winoground import read_winoground_file
 
 __all__ = [
     "ARO_FILES",
+    "ORDER_PERTURBATIONS",
+    "SUGARCREPE_PP_TYPES",
     "SUGARCREPE_TYPES",
+    "SYMMETRIC_RELATIONS",
     "ImportFormatError",
     "Imported",
     "RecordError",
+    "TwoImageImported",
     "aro_file_task",
     "concat_imports",
+    "integer_key_gaps",
     "match_refined",
     "productivity_complexity",
     "read_aro_file",
+    "read_bivlc_file",
     "read_crepe_csv",
     "read_sugarcrepe_dir",
     "read_sugarcrepe_file",
+    "read_sugarcrepe_pp_file",
+    "read_vismin_file",
+    "read_winoground_file",
     "split_region",
     "sugarcrepe_file_type",
+    "sugarcrepe_pp_file_type",
     "sugarcrepe_type",
+    "symmetric_relation_items",
 ]

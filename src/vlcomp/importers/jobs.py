@@ -1,12 +1,15 @@
-"""Job: an imported benchmark (published SugarCrepe / ARO / CREPE files) as a candidate set.
+"""Jobs: an imported benchmark (published SugarCrepe / SugarCrepe++ / ARO / CREPE files) as a
+candidate set, and a two-image benchmark (Winoground / BiVLC / VisMin) as a two-image set.
 
 ``import_benchmark_job`` reads the files a benchmark's config names and writes three tables
 that the common evaluation path reads like any other candidate set:
 
 - candidates (``CANDIDATES_SCHEMA``): ``benchmark`` is the configured name for every row; the
   published sub-benchmark stays in ``item_id`` (``sugarcrepe/<variant>/<type>/<key>``,
-  ``aro_<task>/<index>``, ``crepe/<file stem>/<row>/<kind>``), ``family`` / ``target`` and
-  ``provenance`` (file and key). ``image`` is the image reference as the published file
+  ``sugarcrepe_pp/<subset>/<key>``, ``aro_<task>/<index>``, ``crepe/<file stem>/<row>/<kind>``),
+  ``family`` / ``target`` and ``provenance`` (file and key). Every item has exactly one
+  positive, except SugarCrepe++ items, which have TWO (``caption`` and its paraphrase
+  ``caption2``) and one negative. ``image`` is the image reference as the published file
   gives it (a file name or relative path, a Visual Genome id for CREPE), without any region:
   the eval set's image index resolves it against the images folder.
 - boxes: one row per item, ``item_id, x, y, width, height`` (Int64 pixels; all null for a
@@ -20,7 +23,16 @@ that the common evaluation path reads like any other candidate set:
 Known defects of published files are reported, not fixed: a repeated JSON key keeps its first
 occurrence and rejects the others (``duplicate key``); items of one type with the same
 image, region and texts (e.g. the unrefined SugarCrepe swap_obj keys 0 and 1413) are all kept
-and listed under ``duplicate_content`` in the summary.
+and listed under ``duplicate_content`` in the summary; integer keys missing from a file
+(SugarCrepe's keys are "0", "1", ...) are listed under ``key_gaps`` (information, not an
+error); ARO VG-Relation items whose relation is symmetric ("near", "next to", ...: the
+swapped caption is still true) are counted per relation and listed under
+``symmetric_relations``, and kept unless the source says ``drop_symmetric: true`` (then they
+are rejected rows).
+
+``import_two_image_job`` writes the items (``contracts.TWO_IMAGE_SCHEMA``: image_0, image_1,
+caption_0, caption_1, caption_i describing image_i) and the rejected table, with the same
+reporting (duplicate ids rejected, key gaps, duplicate content).
 """
 
 from __future__ import annotations
@@ -33,19 +45,45 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA
-from vlcomp.importers.aro import ARO_FILES, aro_file_task, read_aro_file
-from vlcomp.importers.common import Imported, ImportFormatError, split_region
+from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA, TWO_IMAGE_SCHEMA
+from vlcomp.importers.aro import (
+    ARO_FILES,
+    ORDER_GENERATION_NOTE,
+    ORDER_TASKS,
+    SYMMETRIC_RELATIONS,
+    aro_file_task,
+    read_aro_file,
+    symmetric_relation_items,
+)
+from vlcomp.importers.bivlc import read_bivlc_file
+from vlcomp.importers.common import (
+    ROW_SUFFIXES,
+    Imported,
+    ImportFormatError,
+    TwoImageImported,
+    integer_key_gaps,
+    split_region,
+)
 from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
 from vlcomp.importers.sugarcrepe import (
     SUGARCREPE_TYPES,
     read_sugarcrepe_file,
     sugarcrepe_file_type,
 )
+from vlcomp.importers.sugarcrepe_pp import (
+    SUGARCREPE_PP_TYPES,
+    read_sugarcrepe_pp_file,
+    sugarcrepe_pp_file_type,
+)
+from vlcomp.importers.vismin import read_vismin_file
+from vlcomp.importers.winoground import read_winoground_file
 from vlcomp.io import write_parquet
 
 Log = Callable[[str], None]
-FORMATS = ("sugarcrepe", "aro", "crepe_csv")
+FORMATS = ("sugarcrepe", "sugarcrepe_pp", "aro", "crepe_csv")
+TWO_IMAGE_FORMATS = ("winoground", "bivlc", "vismin")
+# positives per item, by format (SugarCrepe++: caption and caption2)
+POSITIVES = {"sugarcrepe_pp": 2}
 BOXES_SCHEMA: dict[str, pl.DataType] = {
     "item_id": pl.String,
     "x": pl.Int64,  # region box in pixels; all four null for a whole image
@@ -54,7 +92,15 @@ BOXES_SCHEMA: dict[str, pl.DataType] = {
     "height": pl.Int64,
     "complexity": pl.Int64,  # CREPE productivity: n from the file name; else null
 }
-_SOURCE_KEYS = {"files", "dir", "images", "tasks", "kinds"}
+_SOURCE_KEYS = {
+    "files",
+    "dir",
+    "images",
+    "tasks",
+    "kinds",
+    "drop_symmetric",
+    "symmetric_relations",
+}
 _SHOWN = 10  # duplicates listed by name in the log
 
 
@@ -64,6 +110,7 @@ class _Part:
     imported: Imported
     kind: pl.Expr  # the item's type for the per-type counts
     complexity: int | None = None
+    task: str | None = None  # ARO task
 
 
 def import_benchmark_job(
@@ -82,10 +129,16 @@ def import_benchmark_job(
     - ``sugarcrepe``: ``{"files": [...]}``, each a ``<type>.json`` file (add_att,
       replace_obj, swap_obj, ...; old ``*_ent`` names too) or a folder of them. A folder that
       holds variants in subfolders (``refined/``, ``unrefined/``) is refused: name one.
-    - ``aro``: ``{"files": [...], "tasks": {file name: task}}``; the task (vg_relation,
-      vg_attribution) comes from ``tasks`` (optional) or the published file name
-      (visual_genome_relation.json, visual_genome_attribution.json). Folders: their
-      ``*.json`` files with a known task.
+    - ``sugarcrepe_pp``: ``{"files": [...]}``, each a SugarCrepe++ ``<subset>.json``
+      (replace_att, replace_obj, replace_rel, swap_att, swap_obj) or a folder of them. Items
+      have two positives.
+    - ``aro``: ``{"files": [...], "tasks": {file name: task}, "drop_symmetric": false,
+      "symmetric_relations": [...]}``; the task (vg_relation, vg_attribution, coco_order,
+      flickr30k_order) comes from ``tasks`` (optional) or the file name
+      (visual_genome_relation.json, visual_genome_attribution.json, coco_order.json,
+      flickr30k_order.json). Folders: their ``*.json`` files with a known task.
+      VG-Relation items whose relation is in ``symmetric_relations`` (default
+      ``aro.SYMMETRIC_RELATIONS``) are reported; ``drop_symmetric: true`` rejects them.
     - ``crepe_csv``: ``{"files": [...], "kinds": [...]}``, CSV files or folders of them;
       ``kinds`` (default atom, comp) picks the systematicity hard-negative columns.
 
@@ -94,10 +147,15 @@ def import_benchmark_job(
     per type and per file, rejected per reason, duplicates), which is also logged.
     """
     if fmt not in FORMATS:
-        raise ValueError(f"unknown benchmark format {fmt!r}; expected one of {list(FORMATS)}")
-    if not isinstance(benchmark, str) or not benchmark.strip():
-        raise ValueError(f"benchmark name must be a non-empty string, got {benchmark!r}")
+        two = (
+            f" ({fmt} is a two-image set: import it with import_two_image_job)"
+            if fmt in TWO_IMAGE_FORMATS
+            else ""
+        )
+        raise ValueError(f"unknown benchmark format {fmt!r}; expected one of {list(FORMATS)}{two}")
+    _check_name(benchmark)
     entries = _entries(source)
+    symmetric = _symmetric_options(source) if fmt == "aro" else None
     ignored = sorted(set(source) - _SOURCE_KEYS)
     if ignored:
         log(f"source keys not used by the import: {ignored}")
@@ -115,6 +173,9 @@ def import_benchmark_job(
         items = part.imported.candidates["item_id"].n_unique()
         log(f"{path}: {items} items, {part.imported.rejected.height} rejected rows")
     _check_unique_items(parts)
+    symmetric_report: dict[str, list[str]] = {}
+    if symmetric is not None:
+        parts = [_symmetric(part, *symmetric, symmetric_report) for part in parts]
 
     candidates = pl.concat(
         [p.imported.candidates.with_columns(_type=p.kind) for p in parts], how="vertical"
@@ -129,14 +190,68 @@ def import_benchmark_job(
     candidates, boxes, box_rejected = _split_boxes(candidates, complexity)
     rejected.append(box_rejected)
     rejected_frame = pl.concat(rejected, how="vertical")
-    _check_one_positive(candidates)
+    _check_positives(candidates, POSITIVES.get(fmt, 1))
 
     summary = _summary(fmt, benchmark, parts, candidates, boxes, rejected_frame, skipped)
+    if symmetric is not None:
+        summary["symmetric_relations"] = {
+            relation: {"items": len(ids), "item_ids": ids}
+            for relation, ids in symmetric_report.items()
+        }
+        summary["symmetric_dropped"] = symmetric[0]
+    if fmt == "aro" and any(p.task in ORDER_TASKS for p in parts):
+        summary["notes"].append(ORDER_GENERATION_NOTE)
     write_parquet(candidates.select(list(CANDIDATES_SCHEMA)), candidates_out)
     write_parquet(boxes, boxes_out)
     write_parquet(rejected_frame, rejected_out)
     _log_summary(summary, log)
     return summary
+
+
+def _check_name(benchmark: object) -> None:
+    if not isinstance(benchmark, str) or not benchmark.strip():
+        raise ValueError(f"benchmark name must be a non-empty string, got {benchmark!r}")
+
+
+def _symmetric_options(source: Mapping[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    drop = source.get("drop_symmetric", False)
+    if not isinstance(drop, bool):
+        raise ValueError(f"drop_symmetric must be true or false, got {drop!r}")
+    relations = source.get("symmetric_relations", SYMMETRIC_RELATIONS)
+    if isinstance(relations, str) or not all(isinstance(r, str) and r.strip() for r in relations):
+        raise ValueError(f"symmetric_relations must be a list of relation names, got {relations!r}")
+    return drop, tuple(relations)
+
+
+def _symmetric(
+    part: _Part, drop: bool, relations: tuple[str, ...], report: dict[str, list[str]]
+) -> _Part:
+    """Record the part's VG-Relation items with a symmetric relation in ``report``; with
+    ``drop``, move them to the part's rejected rows."""
+    if part.task != "vg_relation":
+        return part
+    found = symmetric_relation_items(part.imported.candidates, relations)
+    for relation, ids in found.items():
+        report.setdefault(relation, []).extend(ids)
+    if not drop or not found:
+        return part
+    ids = [i for group in found.values() for i in group]
+    candidates = part.imported.candidates
+    dropped = (
+        candidates.filter(pl.col("item_id").is_in(ids), pl.col("is_positive"))
+        .select(
+            source=pl.col("provenance").str.split("#").list.first(),
+            location=pl.col("provenance").str.split("#").list.get(1).str.split(";").list.first(),
+            reason=pl.lit("symmetric relation (drop_symmetric)"),
+            raw=pl.col("text"),
+        )
+        .cast(REJECTED_SCHEMA)  # type: ignore[arg-type]
+    )
+    imported = Imported(
+        candidates.filter(~pl.col("item_id").is_in(ids)),
+        pl.concat([part.imported.rejected, dropped], how="vertical"),
+    )
+    return _Part(part.path, imported, part.kind, part.complexity, part.task)
 
 
 def _entries(source: Mapping[str, Any]) -> list[Path]:
@@ -179,6 +294,20 @@ def _expand(
             wanted = sorted(p for p in entry.glob("*.json") if sugarcrepe_file_type(p))
             others = sorted(p for p in entry.glob("*.json") if not sugarcrepe_file_type(p))
             expected = f"<type>.json files ({', '.join(SUGARCREPE_TYPES)})"
+        elif fmt == "sugarcrepe_pp":
+            wanted = sorted(p for p in entry.glob("*.json") if sugarcrepe_pp_file_type(p))
+            others = sorted(p for p in entry.glob("*.json") if not sugarcrepe_pp_file_type(p))
+            expected = f"SugarCrepe++ <subset>.json files ({', '.join(SUGARCREPE_PP_TYPES)})"
+        elif fmt == "winoground":
+            wanted = [entry / "examples.jsonl"] if (entry / "examples.jsonl").is_file() else []
+            others = []
+            expected = "Winoground examples.jsonl"
+        elif fmt in TWO_IMAGE_FORMATS:
+            wanted = sorted(
+                p for p in entry.iterdir() if p.is_file() and p.suffix.lower() in ROW_SUFFIXES
+            )
+            others = []
+            expected = f"{fmt} row files ({', '.join(f'*{s}' for s in ROW_SUFFIXES)})"
         elif fmt == "aro":
             wanted = sorted(p for p in entry.glob("*.json") if _aro_task(p, source))
             others = sorted(p for p in entry.glob("*.json") if not _aro_task(p, source))
@@ -208,6 +337,9 @@ def _read(fmt: str, path: Path, source: Mapping[str, Any], benchmark: str) -> _P
     if fmt == "sugarcrepe":
         imported = read_sugarcrepe_file(path, benchmark=benchmark, on_error="reject")
         return _Part(path, imported, pl.lit(sugarcrepe_file_type(path)))
+    if fmt == "sugarcrepe_pp":
+        imported = read_sugarcrepe_pp_file(path, benchmark=benchmark, on_error="reject")
+        return _Part(path, imported, pl.lit(sugarcrepe_pp_file_type(path)))
     if fmt == "aro":
         task = _aro_task(path, source)
         if task is None:
@@ -216,7 +348,7 @@ def _read(fmt: str, path: Path, source: Mapping[str, Any], benchmark: str) -> _P
                 f"{[f'{n}.json' for n in ARO_FILES]}); name it in the source's tasks"
             )
         imported = read_aro_file(path, task, benchmark=benchmark, on_error="reject")  # type: ignore[arg-type]
-        return _Part(path, imported, pl.lit(task))
+        return _Part(path, imported, pl.lit(task), task=task)
     kinds = source.get("kinds") or ("atom", "comp")
     if isinstance(kinds, str):
         kinds = [kinds]
@@ -287,14 +419,14 @@ def _split_boxes(
     )
 
 
-def _check_one_positive(candidates: pl.DataFrame) -> None:
+def _check_positives(candidates: pl.DataFrame, positives: int) -> None:
     per_item = candidates.group_by("item_id").agg(
         positives=pl.col("is_positive").sum(), rows=pl.len()
     )
-    bad = per_item.filter((pl.col("positives") != 1) | (pl.col("rows") < 2))
+    bad = per_item.filter((pl.col("positives") != positives) | (pl.col("rows") <= positives))
     if bad.height:
         raise RuntimeError(
-            f"importer bug: items without exactly one positive and a negative: {bad}"
+            f"importer bug: items without exactly {positives} positive(s) and a negative: {bad}"
         )
 
 
@@ -304,7 +436,7 @@ def _duplicate_content(candidates: pl.DataFrame, boxes: pl.DataFrame) -> list[li
         candidates.group_by("item_id", maintain_order=True)
         .agg(
             pl.col("family", "target", "image").first(),
-            positive=pl.col("text").filter(pl.col("is_positive")).first(),
+            positive=pl.col("text").filter(pl.col("is_positive")).str.join("\x1f"),
             negatives=pl.col("text").filter(~pl.col("is_positive")).sort().str.join("\x1f"),
         )
         .join(boxes.select("item_id", "x", "y", "width", "height"), on="item_id", how="left")
@@ -327,9 +459,9 @@ def _summary(
     rejected: pl.DataFrame,
     skipped: list[str],
 ) -> dict:
-    positives = candidates.filter(pl.col("is_positive"))
-    per_type = positives.group_by("_type", maintain_order=True).len()
-    per_file = Counter(p.split("#", 1)[0] for p in positives["provenance"].to_list())
+    items = candidates.unique(subset="item_id", keep="first", maintain_order=True)
+    per_type = items.group_by("_type", maintain_order=True).len()
+    per_file = Counter(p.split("#", 1)[0] for p in items["provenance"].to_list())
     duplicate_keys = (
         rejected.filter(pl.col("reason") == "duplicate key")
         .select(pl.format("{}#{}", "source", "location"))
@@ -341,7 +473,7 @@ def _summary(
         "format": fmt,
         "files": [str(p.path) for p in parts],
         "skipped_files": skipped,
-        "items": positives.height,
+        "items": items.height,
         "candidates": candidates.height,
         "items_per_type": dict(per_type.iter_rows()),
         "items_per_file": dict(per_file),
@@ -351,7 +483,28 @@ def _summary(
         "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
         "duplicate_keys": duplicate_keys,
         "duplicate_content": _duplicate_content(candidates, boxes),
+        "key_gaps": _key_gaps(candidates["provenance"], rejected) if fmt in _KEYED else {},
+        "notes": [],
     }
+
+
+_KEYED = {"sugarcrepe", "sugarcrepe_pp", *TWO_IMAGE_FORMATS}
+
+
+def _key_gaps(provenance: pl.Series, rejected: pl.DataFrame) -> dict[str, list[str]]:
+    """Per file, the integer keys missing from 0 .. the largest key, over the keys of its
+    items (``<file>#key=<key>[;...]``) and of its rejected rows (``key=<key>``); files whose
+    keys are not all integers, or have no gap, are left out."""
+    keys: dict[str, set[str]] = {}
+    for value in provenance.unique().to_list():
+        source, _, location = value.partition("#")
+        if location.startswith("key="):
+            keys.setdefault(source, set()).add(location[4:].split(";")[0])
+    for source, location in rejected.select("source", "location").iter_rows():
+        if location and location.startswith("key="):
+            keys.setdefault(source, set()).add(location[4:].split(";")[0])
+    gaps = {source: integer_key_gaps(found) for source, found in sorted(keys.items())}
+    return {source: found for source, found in gaps.items() if found}
 
 
 def _log_summary(summary: dict, log: Log) -> None:
@@ -374,3 +527,164 @@ def _log_summary(summary: dict, log: Log) -> None:
         shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
         more = " ..." if len(groups) > _SHOWN else ""
         log(f"items with the same image, region and texts (all kept): {len(groups)}: {shown}{more}")
+    for source, gaps in summary["key_gaps"].items():
+        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
+        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
+    symmetric = summary.get("symmetric_relations")
+    if symmetric:
+        total = sum(v["items"] for v in symmetric.values())
+        action = "rejected (drop_symmetric)" if summary["symmetric_dropped"] else "kept"
+        log(
+            f"VG-Relation items with a symmetric relation, whose swapped caption is still true: "
+            f"{total}, {action}"
+        )
+        for relation, found in symmetric.items():
+            ids = found["item_ids"]
+            shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
+            log(f"  {relation}: {found['items']} items: {shown}")
+    for note in summary["notes"]:
+        log(f"note: {note}")
+
+
+# --- two-image sets -----------------------------------------------------------------------
+
+_TWO_IMAGE_READERS: dict[str, Callable[..., TwoImageImported]] = {
+    "winoground": read_winoground_file,
+    "bivlc": read_bivlc_file,
+    "vismin": read_vismin_file,
+}
+
+
+def import_two_image_job(
+    fmt: str,
+    source: Mapping[str, Any],
+    benchmark: str,
+    items_out: str,
+    rejected_out: str,
+    log: Log = print,
+) -> dict:
+    """Import a two-image benchmark as ``TWO_IMAGE_SCHEMA`` items (caption_0 describes
+    image_0, caption_1 describes image_1) plus its rejected records.
+
+    ``fmt`` and ``source`` (``{"files": [...], "images": <folder>}``; ``images`` is not read
+    here, the image index resolves ``image_0`` / ``image_1`` against it):
+
+    - ``winoground``: ``examples.jsonl`` or the folder holding it; item_id
+      ``winoground/<id>``; images are file stems (``ex_0_img_0``, files ``<stem>.png``).
+    - ``bivlc``: row files (``.json``, ``.jsonl``, ``.csv``, ``.parquet``) with ``image,
+      caption, negative_image, negative_caption, type, subtype`` (``id`` optional), or folders
+      of them; item_id ``bivlc/<file stem>/<id or row>``.
+    - ``vismin``: row files with ``image_0, text_0, image_1, text_1, category`` (``id``
+      optional); item_id ``vismin/<file stem>/<id or row>``.
+
+    A malformed record, a repeated id, equal captions or equal images make a rejected row
+    (with the record's key), never a stopped import; a file that cannot be read raises naming
+    it. Returns a summary (items per type and file, images, rejected per reason, duplicate
+    ids, key gaps, duplicate content), which is also logged.
+    """
+    if fmt not in TWO_IMAGE_FORMATS:
+        raise ValueError(
+            f"unknown two-image benchmark format {fmt!r}; expected one of {list(TWO_IMAGE_FORMATS)}"
+        )
+    _check_name(benchmark)
+    entries = _entries(source)
+    ignored = sorted(set(source) - {"files", "dir", "images"})
+    if ignored:
+        log(f"source keys not used by the import: {ignored}")
+    skipped: list[str] = []
+    parts: list[tuple[Path, TwoImageImported]] = []
+    seen: dict[Path, Path] = {}
+    for path in _expand(fmt, entries, source, skipped, log):
+        resolved = path.resolve()
+        if resolved in seen:
+            log(f"{path}: listed more than once (also as {seen[resolved]}); read once")
+            continue
+        seen[resolved] = path
+        imported = _TWO_IMAGE_READERS[fmt](path, benchmark=benchmark, on_error="reject")
+        parts.append((path, imported))
+        log(f"{path}: {imported.items.height} items, {imported.rejected.height} rejected rows")
+    owner: dict[str, Path] = {}
+    for path, imported in parts:
+        for item_id in imported.items["item_id"]:
+            other = owner.setdefault(item_id, path)
+            if other != path:
+                raise ImportFormatError(
+                    f"{other} and {path} give the same item ids (e.g. {item_id!r}): the same "
+                    "file twice under two names, or two splits with overlapping ids; list one"
+                )
+    items = pl.concat([imported.items for _, imported in parts], how="vertical")
+    rejected = pl.concat([imported.rejected for _, imported in parts], how="vertical")
+    summary = _two_image_summary(fmt, benchmark, [p for p, _ in parts], items, rejected, skipped)
+    write_parquet(items.select(list(TWO_IMAGE_SCHEMA)), items_out)
+    write_parquet(rejected, rejected_out)
+    _log_two_image_summary(summary, log)
+    return summary
+
+
+def _two_image_summary(
+    fmt: str,
+    benchmark: str,
+    paths: list[Path],
+    items: pl.DataFrame,
+    rejected: pl.DataFrame,
+    skipped: list[str],
+) -> dict:
+    kinds = items.select(
+        kind=pl.when(pl.col("target").is_null())
+        .then(pl.col("family"))
+        .otherwise(pl.format("{}_{}", "family", "target"))
+    )["kind"]
+    per_file = Counter(p.split("#", 1)[0] for p in items["provenance"].to_list())
+    duplicate_ids = (
+        rejected.filter(pl.col("reason").is_in(["duplicate id", "duplicate key"]))
+        .select(pl.format("{}#{}", "source", "location"))
+        .to_series()
+        .to_list()
+    )
+    key = ["family", "target", "image_0", "image_1", "caption_0", "caption_1"]
+    duplicate_content = (
+        items.group_by(key, maintain_order=True)
+        .agg(items=pl.col("item_id"))
+        .filter(pl.col("items").list.len() > 1)["items"]
+        .to_list()
+    )
+    return {
+        "benchmark": benchmark,
+        "format": fmt,
+        "files": [str(p) for p in paths],
+        "skipped_files": skipped,
+        "items": items.height,
+        "items_per_type": dict(Counter(kinds.to_list())),
+        "items_per_file": dict(per_file),
+        "images": pl.concat([items["image_0"], items["image_1"]]).n_unique(),
+        "rejected": rejected.height,
+        "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
+        "duplicate_ids": duplicate_ids,
+        "duplicate_content": duplicate_content,
+        "key_gaps": _key_gaps(items["provenance"], rejected),
+        "notes": [],
+    }
+
+
+def _log_two_image_summary(summary: dict, log: Log) -> None:
+    log(
+        f"{summary['benchmark']} ({summary['format']}): {summary['items']} two-image items, "
+        f"{summary['images']} distinct images"
+    )
+    for kind, count in summary["items_per_type"].items():
+        log(f"  {kind}: {count} items")
+    log(f"rejected rows: {summary['rejected']}")
+    for reason, count in summary["rejected_per_reason"].items():
+        log(f"  {reason}: {count}")
+    ids = summary["duplicate_ids"]
+    if ids:
+        shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
+        log(f"duplicate ids (first occurrence kept, the others rejected): {len(ids)}: {shown}")
+    groups = summary["duplicate_content"]
+    if groups:
+        shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
+        more = " ..." if len(groups) > _SHOWN else ""
+        log(f"items with the same images and captions (all kept): {len(groups)}: {shown}{more}")
+    for source, gaps in summary["key_gaps"].items():
+        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
+        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")

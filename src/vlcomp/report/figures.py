@@ -28,6 +28,8 @@ SPLIT_COLOURS = {
     "all": "#7570b3", "held_in": "#1b9e77", "held_out": "#d95f02",
     "SC": "#1b9e77", "UC": "#d95f02", "UA": "#e7298a",
     "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02", "excluded": "#bbbbbb",
+    "text_score": "#1b9e77", "image_score": "#d95f02", "group_score": "#7570b3",
+    "itt_accuracy": "#1b9e77", "tot_accuracy": "#d95f02",
 }  # fmt: skip
 
 
@@ -167,6 +169,17 @@ def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) ->
         metric = "R@1"
     table = _read(metrics, pl.col("metric") == metric, metric)
     save_figure(pair_accuracy_figure(table, metric), png, pdf)
+
+
+def plot_scores(
+    metrics: str | Path, png: str | Path, pdf: str | Path, names: Sequence[str]
+) -> None:
+    """Several per-item scores side by side per negative type, split "all": Winoground's
+    text / image / group scores, or SugarCrepe++'s ITT / TOT accuracies."""
+    table = _read(metrics, (pl.col("split") == "all") & pl.col("metric").is_in(names), names[0])
+    table = table.with_columns(split=pl.col("metric"))
+    fig = pair_accuracy_figure(table, " / ".join(names))
+    save_figure(fig, png, pdf)
 
 
 def retrieval_figure(table: pl.DataFrame) -> plt.Figure:

@@ -227,16 +227,22 @@ def natural_key(text: str) -> tuple[Any, ...]:
 
 
 def referenced_image_ids(references: Iterable[str | Path]) -> list[str]:
-    """Distinct non-null image ids (``image_id`` column, else ``image``) of Parquet files,
-    in natural order; a file with neither column raises naming it."""
+    """Distinct non-null image ids of Parquet files (the ``image_id`` column, else ``image``,
+    else a two-image table's ``image_0`` and ``image_1``), in natural order; a file with
+    none of them raises naming it."""
     ids: set[str] = set()
     for ref in references:
         names = pl.read_parquet_schema(ref)
         column = next((c for c in ("image_id", "image") if c in names), None)
-        if column is None:
-            raise ValueError(f"{ref}: no 'image_id' or 'image' column (columns: {list(names)})")
-        values = pl.read_parquet(ref, columns=[column])[column].cast(pl.String)
-        ids.update(v for v in values.drop_nulls().unique().to_list())
+        columns = [column] if column else [c for c in ("image_0", "image_1") if c in names]
+        if not columns:
+            raise ValueError(
+                f"{ref}: no 'image_id', 'image' or 'image_0'/'image_1' column "
+                f"(columns: {list(names)})"
+            )
+        frame = pl.read_parquet(ref, columns=columns)
+        for name in columns:
+            ids.update(frame[name].cast(pl.String).drop_nulls().unique().to_list())
     return sorted(ids, key=natural_key)
 
 

@@ -35,6 +35,7 @@ def eval_sets() -> dict[str, dict[str, Any]]:
             "dir": f"{EVAL_DIR}/vg",
             "images": images,
             "regions": dict(REGIONS),
+            "options": {},
             "ground_truth": MANIFEST,
         },
         EVAL_SETS["coco"]: {
@@ -42,6 +43,7 @@ def eval_sets() -> dict[str, dict[str, Any]]:
             "captions": f"{EVAL_DIR}/coco_captions.json",
             "images": images,
             "regions": {},
+            "options": {},
             "ground_truth": MANIFEST,
         },
     }
