@@ -35,5 +35,4 @@ rule all:
         expand("results/counts/{corpus}/atoms.parquet", corpus=CORPORA),
         "results/parser/quality.md",
         benchmark_targets(),
-        "results/metrics/summary.md",
         world_targets(),

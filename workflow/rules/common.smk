@@ -272,13 +272,12 @@ def figure_kind(table):
 
 
 def benchmark_targets():
-    """Every benchmark's outputs: candidates, exports, metrics, figures, statistics."""
+    """Every benchmark's outputs: candidates, exports, audits, and with models to evaluate,
+    metrics, figures and statistics."""
     targets = []
     for name, entry in BENCHMARKS.items():
         kind = entry["kind"]
-        targets += [f"results/metrics/{name}.csv", f"results/figures/{name}.png"]
         if kind == "crepe_systematicity":
-            targets += [f"results/figures/{name}_bindsplit.png"]
             targets += expand(
                 "results/export/crepe/{name}/{corpus}/summary.json",
                 name=name,
@@ -291,17 +290,21 @@ def benchmark_targets():
         if name in LLM_BENCHMARKS:
             targets.append(f"results/review/{name}/sheet.html")
         if name in TEXT_BENCHMARKS:
-            targets += expand(
-                "results/{what}/{name}/{corpus}.parquet",
-                what=["blind"],
-                name=name,
-                corpus=entry["corpora"],
-            )
-            targets += expand(
-                "results/figures/refine_{name}_{corpus}.png",
-                name=name,
-                corpus=entry["corpora"],
-            )
+            targets += [
+                path
+                for corpus in entry["corpora"]
+                for path in (
+                    f"results/blind/{name}/{corpus}.parquet",
+                    f"results/audit/{name}/{corpus}/audit.md",
+                    f"results/figures/refine_{name}_{corpus}.png",
+                )
+            ]
+        if not EVAL_MODELS:
+            continue
+        targets += [f"results/metrics/{name}.csv", f"results/figures/{name}.png"]
+        if kind == "crepe_systematicity":
+            targets += [f"results/figures/{name}_bindsplit.png"]
+        if name in TEXT_BENCHMARKS:
             targets += [
                 f"results/figures/priors_{model}_{name}.png"
                 for model in EVAL_MODELS
@@ -309,4 +312,6 @@ def benchmark_targets():
             ]
         if name in SET_BENCHMARKS and len(EVAL_MODELS) > 1:
             targets.append(f"results/stats/{name}_mcnemar.parquet")
+    if EVAL_MODELS:
+        targets.append("results/metrics/summary.md")
     return targets

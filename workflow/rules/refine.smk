@@ -99,6 +99,37 @@ rule priors:
         "../scripts/priors.py"
 
 
+rule audit_benchmark:
+    input:
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        scores="results/scores/{benchmark}/{corpus}.parquet",
+        refined="results/refine/{benchmark}/{corpus}/refined_candidates.parquet",
+        counts=expand("results/counts/{{corpus}}/{table}.parquet", table=COUNT_TABLES),
+        metrics=lambda wc: (
+            f"results/metrics/{wc.benchmark}.parquet" if EVAL_MODELS else []
+        ),
+    output:
+        report=report(
+            "results/audit/{benchmark}/{corpus}/audit.md",
+            category="Audit",
+            labels={"benchmark": "{benchmark}", "reference corpus": "{corpus}"},
+        ),
+    log:
+        "logs/audit/{benchmark}_{corpus}.log",
+    wildcard_constraints:
+        benchmark=names_re(TEXT_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        reference=lambda wc: wc.corpus,
+        parse=config["parse"],
+        min_count=config["splits"]["min_count"],
+    message:
+        "Auditing {wildcards.benchmark} for shortcuts against {wildcards.corpus}'s captions"
+    script:
+        "../scripts/audit_benchmark.py"
+
+
 rule sugarcrepe_audit:
     input:
         sugarcrepe=config["audit"]["sugarcrepe_dir"],
