@@ -12,11 +12,7 @@ rule evaluate_benchmark:
     benchmark:
         "benchmarks/metrics/{model}_{benchmark}.tsv"
     wildcard_constraints:
-        benchmark=names_re(
-            benchmarks_of(
-                "crepe_systematicity", "crepe_productivity", "pairs", "imported"
-            )
-        ),
+        benchmark=names_re(SET_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
     threads: config["evaluate"]["threads"]
@@ -97,6 +93,61 @@ rule evaluate_retrieval:
         "../scripts/retrieval.py"
 
 
+rule evaluate_two_positives:
+    input:
+        weights=model_weights,
+        candidates="results/negatives/{benchmark}/candidates.parquet",
+        boxes="results/negatives/{benchmark}/boxes.parquet",
+        images=image_index,
+    output:
+        predictions="results/metrics/{model}/{benchmark}_predictions.parquet",
+        metrics="results/metrics/{model}/{benchmark}.parquet",
+        excluded="results/metrics/{model}/{benchmark}_excluded.parquet",
+    log:
+        "logs/metrics/{model}_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(TWO_POSITIVE_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        settings=set_eval_settings(),
+        cache="results/cache/embeddings",
+    message:
+        "SugarCrepe++ ITT and TOT accuracy of {wildcards.model} on {wildcards.benchmark}"
+    script:
+        "../scripts/evaluate_two_positives.py"
+
+
+rule evaluate_two_image:
+    input:
+        weights=model_weights,
+        two_image="results/negatives/{benchmark}/two_image.parquet",
+        images=image_index,
+    output:
+        predictions="results/metrics/{model}/{benchmark}_predictions.parquet",
+        metrics="results/metrics/{model}/{benchmark}.parquet",
+        excluded="results/metrics/{model}/{benchmark}_excluded.parquet",
+    log:
+        "logs/metrics/{model}_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(TWO_IMAGE_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    threads: config["evaluate"]["threads"]
+    params:
+        model=lambda wc: config["models"][wc.model],
+        checkpoint=lambda wc: trained_checkpoint(wc.model),
+        settings=set_eval_settings(),
+        cache="results/cache/embeddings",
+    message:
+        "Winoground text / image / group scores of {wildcards.model} on {wildcards.benchmark}"
+    script:
+        "../scripts/evaluate_two_image.py"
+
+
 rule collect_metrics:
     input:
         expand("results/metrics/{model}/{{table}}.parquet", model=EVAL_MODELS),
@@ -143,11 +194,7 @@ rule significance:
     log:
         "logs/metrics/significance_{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(
-            benchmarks_of(
-                "crepe_systematicity", "crepe_productivity", "pairs", "imported"
-            )
-        ),
+        benchmark=names_re(SET_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
     params:
