@@ -105,13 +105,17 @@ def file_entries(root: str | Path, exclude: Sequence[str] = (MANIFEST,)) -> list
     return entries
 
 
+WORKFLOW_BOOKKEEPING = frozenset({".snakemake_timestamp"})
+
+
 def verify_manifest(folder: str | Path) -> list[str]:
     """The problems of an export folder against its manifest (a missing, changed or unlisted
-    file); empty when every file is as listed."""
+    file); empty when every file is as listed. Workflow bookkeeping (Snakemake's
+    ``.snakemake_timestamp`` in a directory output) is not part of the export."""
     folder = Path(folder)
     manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     listed = {e["path"]: e for e in manifest["files"]}
-    found = {e["path"]: e for e in file_entries(folder)}
+    found = {e["path"]: e for e in file_entries(folder) if e["path"] not in WORKFLOW_BOOKKEEPING}
     problems = [f"{p}: missing" for p in sorted(set(listed) - set(found))]
     problems += [f"{p}: not in the manifest" for p in sorted(set(found) - set(listed))]
     for path in sorted(set(listed) & set(found)):
