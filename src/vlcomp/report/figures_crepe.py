@@ -61,7 +61,15 @@ def _errors(cells: pl.DataFrame) -> np.ndarray | None:
 
 
 def _read(metrics: str | Path, metric: str) -> pl.DataFrame:
+    """Rows of ``metric``; a table with parts (e.g. the training corpus each CREPE set was
+    built against) shows each part as a benchmark of its own, "<benchmark> vs <part>"."""
     table = pl.read_parquet(metrics).filter(pl.col("metric") == metric)
+    if "part" in table.columns:
+        table = table.with_columns(
+            benchmark=pl.when(pl.col("part").is_null())
+            .then(pl.col("benchmark"))
+            .otherwise(pl.concat_str("benchmark", pl.lit(" vs "), "part"))
+        )
     if table.filter(pl.col("model") != CHANCE).height == 0:
         raise ValueError(f"{metrics}: no rows for metric {metric!r}")
     return table
@@ -116,7 +124,10 @@ def plot_splits_by_type(
     unique = dict(zip(labels, handles, strict=True))
     axes[0][-1].legend(unique.values(), unique.keys(), fontsize=7, title="split (black: chance)",
                        title_fontsize=7, loc="upper right")  # fmt: skip
-    fig.suptitle(f"{metric} per negative type and split (95% bootstrap CI)", fontsize=10)
+    fig.suptitle(
+        f"{', '.join(benchmarks)}: {metric} per negative type and split (95% bootstrap CI)",
+        fontsize=10,
+    )
     fig.tight_layout()
     save_figure(fig, png, pdf)
 
@@ -128,7 +139,8 @@ def plot_complexity(
     metric: str = "R@1",
     split: str = ALL,
 ) -> None:
-    """``metric`` against complexity n, a line and CI band per negative type, per model."""
+    """``metric`` against complexity n, one panel per negative type (CREPE Fig. 5), a line
+    and CI band per model, chance dashed."""
     table = _read(metrics, metric).filter(
         pl.col("complexity").is_not_null() & (pl.col("family") != ALL) & (pl.col("split") == split)
     )
@@ -136,37 +148,50 @@ def plot_complexity(
         raise ValueError(f"{metrics}: no {metric} rows with a complexity on split {split!r}")
     models = _models(table)
     families = sorted(set(table["family"].to_list()))
+    n_cols = min(4, len(families))
+    n_rows = -(-len(families) // n_cols)
     fig, axes = plt.subplots(
-        1, len(models), squeeze=False, sharey=True, figsize=(0.8 + 3.6 * len(models), 3.4)
-    )
-    for ax, model in zip(axes[0], models, strict=True):
-        for f_index, family in enumerate(families):
-            colour = FAMILY_CMAP(f_index % 10)
-            for who in (model, CHANCE):
-                cells = table.filter((pl.col("model") == who) & (pl.col("family") == family))
-                cells = cells.sort("benchmark", "complexity")
-                if cells.height == 0:
-                    continue
-                x, y = cells["complexity"].to_numpy(), cells["value"].to_numpy()
-                if who == CHANCE:
-                    ax.plot(x, y, color=colour, lw=0.8, ls="--")
-                    continue
-                ax.plot(x, y, color=colour, marker="o", ms=3, lw=1.4, label=family)
-                if cells["ci_low"].null_count() < cells.height:
-                    ax.fill_between(
-                        x, cells["ci_low"].fill_null(cells["value"]).to_numpy(),
-                        cells["ci_high"].fill_null(cells["value"]).to_numpy(),
-                        color=colour, alpha=0.18, lw=0,
-                    )  # fmt: skip
-        ax.set_xlabel("complexity n (atoms)")
+        n_rows, n_cols, squeeze=False, sharey=True, sharex=True,
+        figsize=(0.6 + 2.9 * n_cols, 0.7 + 2.6 * n_rows),
+    )  # fmt: skip
+    levels = sorted(set(table["complexity"].to_list()))
+    for index, family in enumerate(families):
+        ax = axes[index // n_cols][index % n_cols]
+        in_family = table.filter(pl.col("family") == family).sort("complexity")
+        chance = in_family.filter(pl.col("model") == CHANCE)
+        if chance.height:
+            ax.plot(chance["complexity"].to_numpy(), chance["value"].to_numpy(),
+                    color="black", lw=0.9, ls="--", label="chance")  # fmt: skip
+        for m_index, model in enumerate(models):
+            colour = FAMILY_CMAP(m_index % 10)
+            cells = in_family.filter(pl.col("model") == model)
+            if cells.height == 0:
+                continue
+            x, y = cells["complexity"].to_numpy(), cells["value"].to_numpy()
+            ax.plot(x, y, color=colour, marker="o", ms=3, lw=1.4, label=model)
+            if cells["ci_low"].null_count() < cells.height:
+                ax.fill_between(
+                    x, cells["ci_low"].fill_null(cells["value"]).to_numpy(),
+                    cells["ci_high"].fill_null(cells["value"]).to_numpy(),
+                    color=colour, alpha=0.15, lw=0,
+                )  # fmt: skip
+        ax.set_title(family, fontsize=9)
         ax.set_ylim(0, 1.05)
-        ax.grid(alpha=0.3)
-        ax.set_title(model, fontsize=9)
-        levels = sorted(set(table["complexity"].to_list()))
         ax.set_xticks(levels)
-    axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
-    axes[0][-1].legend(fontsize=7, title="negative type (dashed: chance)", title_fontsize=7)
-    fig.suptitle(f"{metric} against complexity, split {split} (95% bootstrap CI)", fontsize=10)
+        ax.grid(alpha=0.3)
+    for index in range(len(families), n_rows * n_cols):
+        axes[index // n_cols][index % n_cols].set_visible(False)
+    for row in axes:
+        row[0].set_ylabel(f"{metric} (tie = wrong)")
+    for ax in axes[-1]:
+        ax.set_xlabel("complexity n (atoms)")
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    benchmarks = ", ".join(sorted(set(table["benchmark"].to_list())))
+    fig.suptitle(
+        f"{benchmarks}: {metric} against complexity per negative type, split {split} "
+        "(95% bootstrap CI)",
+        fontsize=10,
+    )
     fig.tight_layout()
     save_figure(fig, png, pdf)
 
@@ -218,7 +243,9 @@ def plot_split_accuracy(
         ax.set_title(benchmark, fontsize=9)
     axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
     axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
-    fig.suptitle(f"{metric} per model and split (95% bootstrap CI)", fontsize=10)
+    fig.suptitle(
+        f"{metric} per model and split (95% bootstrap CI)\n{', '.join(benchmarks)}", fontsize=9
+    )
     fig.tight_layout()
     save_figure(fig, png, pdf)
 
