@@ -24,6 +24,7 @@ from vlcomp.importers.common import (
     RecordError,
     check_on_error,
     concat_imports,
+    json_object_hook,
     raw_json,
     read_text,
     require_text,
@@ -55,31 +56,6 @@ def sugarcrepe_file_type(path: str | Path) -> str | None:
     stem = Path(path).stem
     type_name = _ALIASES.get(stem, stem)
     return type_name if type_name in SUGARCREPE_TYPES else None
-
-
-class _Object(dict):
-    """A JSON object that remembers the keys it repeated (later occurrences, in order)."""
-
-    duplicates: list[tuple[str, object]]
-
-
-def _json_objects(where: str, on_error: OnError):
-    """``object_pairs_hook``: raise on a repeated key, or (``reject``) keep the first
-    occurrence and remember the others on the object."""
-
-    def hook(pairs: list[tuple[str, object]]) -> _Object:
-        seen = _Object()
-        seen.duplicates = []
-        for key, value in pairs:
-            if key in seen:
-                if on_error == "raise":
-                    raise ImportFormatError(f"{where}: duplicate key {key!r}")
-                seen.duplicates.append((key, value))
-                continue
-            seen[key] = value
-        return seen
-
-    return hook
 
 
 def _record_item(record: object, where: str) -> tuple[str, str, str]:
@@ -123,7 +99,7 @@ def read_sugarcrepe_file(
     benchmark = benchmark or BENCHMARKS.get(variant, f"sugarcrepe_{variant}")
     family, target = SUGARCREPE_TYPES[type_name]
     try:
-        data = json.loads(read_text(path), object_pairs_hook=_json_objects(str(path), on_error))
+        data = json.loads(read_text(path), object_pairs_hook=json_object_hook(str(path), on_error))
     except json.JSONDecodeError as error:
         raise ImportFormatError(f"{path}: not valid JSON ({error})") from error
     if not isinstance(data, dict):
