@@ -129,11 +129,9 @@ def evaluate_benchmark_job(
         "parts": ",".join(str(p.get("label")) for p in parts),
         "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
     }
-    excluded_table = excluded_frame(excluded)
-    write_parquet(stacked, predictions_out, metadata=meta)
-    write_parquet(metrics, metrics_out, metadata=meta)
-    write_parquet(excluded_table, excluded_out, metadata=meta)
-    log_excluded(excluded_table, total, log)
+    write_evaluation(
+        stacked, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
+    )
     log_summary(metrics, log)
 
 
@@ -219,11 +217,7 @@ def retrieval_job(
         settings=eval_settings,
     )
     meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
-    excluded_table = excluded_frame(excluded)
-    write_parquet(ranks, ranks_out, metadata=meta)
-    write_parquet(table, metrics_out, metadata=meta)
-    write_parquet(excluded_table, excluded_out, metadata=meta)
-    log_excluded(excluded_table, total, log)
+    write_evaluation(ranks, table, excluded, meta, ranks_out, metrics_out, excluded_out, total, log)
     log_summary(table, log)
 
 
@@ -321,11 +315,9 @@ def evaluate_two_image_job(
         **eval_settings.metadata(),
         "chance": ", ".join(f"{k} {v:.6f}" for k, v in WINOGROUND_CHANCE.items()),
     }
-    excluded_table = excluded_frame(excluded)
-    write_parquet(predictions, predictions_out, metadata=meta)
-    write_parquet(metrics, metrics_out, metadata=meta)
-    write_parquet(excluded_table, excluded_out, metadata=meta)
-    log_excluded(excluded_table, total, log)
+    write_evaluation(
+        predictions, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
+    )
     log_score_summary(metrics, list(TWO_IMAGE_METRICS), log)
 
 
@@ -426,9 +418,27 @@ def evaluate_sugarcrepe_pp_job(
         **eval_settings.metadata(),
         "chance": ", ".join(f"{k} {v:.6f}" for k, v in SUGARCREPE_PP_CHANCE.items()),
     }
+    write_evaluation(
+        predictions, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
+    )
+    log_score_summary(metrics, list(SUGARCREPE_PP_METRICS), log)
+
+
+def write_evaluation(
+    per_item: pl.DataFrame,
+    metrics: pl.DataFrame,
+    excluded: Sequence[tuple[Any, ...]],
+    meta: Mapping[str, str],
+    per_item_out: str,
+    metrics_out: str,
+    excluded_out: str,
+    total: int,
+    log: Log,
+) -> None:
+    """Every evaluation job's three outputs (per-item predictions or ranks, the metric table,
+    the items left out for their image) with the same metadata, and the exclusions logged."""
     excluded_table = excluded_frame(excluded)
-    write_parquet(predictions, predictions_out, metadata=meta)
+    write_parquet(per_item, per_item_out, metadata=meta)
     write_parquet(metrics, metrics_out, metadata=meta)
     write_parquet(excluded_table, excluded_out, metadata=meta)
     log_excluded(excluded_table, total, log)
-    log_score_summary(metrics, list(SUGARCREPE_PP_METRICS), log)
