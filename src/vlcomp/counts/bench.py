@@ -14,13 +14,84 @@ import multiprocessing
 import resource
 import sys
 import time
+from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pyarrow.parquet as pq
 
-from vlcomp.counts.counts import count_shard, merge_counts
+from vlcomp.counts.counts import TABLE_KEYS, TABLES, count_shard, merge_counts
+from vlcomp.counts.normalize import normalize_text, singularize
+from vlcomp.counts.units import MAX_NODES
+
+
+def python_loop_counts(graphs: Path) -> dict[str, pl.DataFrame]:
+    """The counting stage as a plain Python loop over rows: the baseline of the benchmark
+    and an independent statement of the definitions (``counts.units``) that tests compare
+    the columnar path with. Same tables, same order."""
+    atoms: Counter[tuple[str, str]] = Counter()
+    compounds: Counter[tuple[str, tuple[str, ...]]] = Counter()
+    bindings: Counter[tuple[str, str, bool]] = Counter()
+    names = pq.ParquetFile(graphs).schema_arrow.names
+    columns = ["objects", "attributes", "relations", *(["ok"] if "ok" in names else [])]
+    for row in pl.read_parquet(graphs, columns=columns).iter_rows(named=True):
+        if not row.get("ok", True):
+            continue
+        row_atoms: set[tuple[str, str]] = set()
+        row_compounds: set[tuple[str, tuple[str, ...]]] = set()
+        nodes: dict[int, tuple[str, str]] = {}
+        for obj in row["objects"] or []:
+            if obj is None:
+                continue
+            lemma, name = normalize_text(obj["lemma"]), singularize(obj["name"])
+            atom = lemma or name
+            if atom is None:
+                continue
+            row_atoms.add(("object", atom))
+            idx = obj["idx"]
+            if idx is not None and 0 <= idx < MAX_NODES:
+                nodes.setdefault(idx, (atom, name or lemma))
+        values: dict[int, set[str]] = {}
+        for attr in row["attributes"] or []:
+            value = normalize_text(attr["value"]) if attr else None
+            if value is None:
+                continue
+            row_atoms.add(("attribute", value))
+            if attr["obj"] in nodes:
+                row_compounds.add(("attr_obj", (value, nodes[attr["obj"]][0])))
+                values.setdefault(attr["obj"], set()).add(value)
+        for rel in row["relations"] or []:
+            pred = normalize_text(rel["pred"]) if rel else None
+            if pred is None:
+                continue
+            row_atoms.add(("relation", pred))
+            if rel["subj"] in nodes and rel["obj"] in nodes:
+                parts = (nodes[rel["subj"]][0], pred, nodes[rel["obj"]][0])
+                row_compounds.add(("obj_rel_obj", parts))
+        atoms.update(row_atoms)
+        compounds.update(row_compounds)
+        bindings.update(
+            {(v, nodes[idx][1], len(vs) == 1) for idx, vs in values.items() for v in vs}
+        )
+    pairs = {(a, o) for a, o, _ in bindings}
+    tables = {
+        "atoms": pl.DataFrame(
+            [(k, v, n) for (k, v), n in atoms.items()], schema=TABLES["atoms"], orient="row"
+        ),
+        "compounds": pl.DataFrame(
+            [(k, list(p), n) for (k, p), n in compounds.items()],
+            schema=TABLES["compounds"],
+            orient="row",
+        ),
+        "bindings": pl.DataFrame(
+            [(a, o, bindings[(a, o, True)], bindings[(a, o, False)]) for a, o in pairs],
+            schema=TABLES["bindings"],
+            orient="row",
+        ),
+    }
+    return {name: frame.sort(TABLE_KEYS[name]) for name, frame in tables.items()}
 
 
 def replicate_graphs(

@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from vlcomp.contracts import GRAPH_SCHEMA
 from vlcomp.counts.normalize import NORMALIZATION_VERSION
-from vlcomp.counts.units import graph_units
+from vlcomp.counts.units import (
+    ATOM_KINDS,
+    COMPOUND_KINDS,
+    GRAPH_COLUMNS,
+    Vocab,
+    doc_frequency,
+    extract_units,
+)
 from vlcomp.io import read_parquet_metadata, write_parquet
 
 log = logging.getLogger(__name__)
@@ -49,7 +60,7 @@ TABLES: dict[str, dict[str, pl.DataType]] = {
     "compounds": COMPOUNDS_SCHEMA,
     "bindings": BINDINGS_SCHEMA,
 }
-_KEYS: dict[str, list[str]] = {
+TABLE_KEYS: dict[str, list[str]] = {
     "atoms": ["kind", "value"],
     "compounds": ["kind", "parts"],
     "bindings": ["attr", "obj_lemma"],
@@ -98,7 +109,8 @@ def read_totals(counts_dir: Path) -> tuple[dict[str, int], list[str]]:
 
 def _finish(table: str, frame: pl.DataFrame) -> pl.DataFrame:
     schema = TABLES[table]
-    return frame.select([pl.col(c).cast(t) for c, t in schema.items()]).sort(_KEYS[table]).rechunk()
+    frame = frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+    return frame.sort(TABLE_KEYS[table]).rechunk()
 
 
 def _write_all(
@@ -112,55 +124,136 @@ def _write_all(
         )
 
 
-def _scan_graphs(graphs: Path) -> tuple[pl.LazyFrame, bool, bool]:
-    lf = pl.scan_parquet(graphs)
-    names = lf.collect_schema().names()
+BATCH_ROWS = 65_536  # rows read and counted at a time: memory is flat in shard size
+_COMPACT_EVERY = 32  # batches between sums of the partial counts
+
+
+def _graph_batches(
+    graphs: Path, dictionary: bool = True
+) -> tuple[Iterator[pa.RecordBatch], bool, bool]:
+    """Record batches of a graphs file (strings kept dictionary-encoded where asked); whether
+    it has the ok and parser columns."""
+    file = pq.ParquetFile(graphs)
+    names = file.schema_arrow.names
     missing = [c for c in ("caption_id", *GRAPH_SCHEMA) if c not in names]
     if missing:
         raise ValueError(f"{graphs}: missing graph column(s) {missing} (graphs contract)")
-    return lf, "ok" in names, "parser" in names
+    strings = [
+        file.schema.column(i).path
+        for i in range(len(file.schema))
+        if file.schema.column(i).physical_type == "BYTE_ARRAY"
+    ]
+    has_ok, has_parser = "ok" in names, "parser" in names
+    columns = [*GRAPH_COLUMNS, *(["ok"] if has_ok else []), *(["parser"] if has_parser else [])]
+    file = pq.ParquetFile(graphs, read_dictionary=strings if dictionary else None)
+    return file.iter_batches(BATCH_ROWS, columns=columns, use_threads=False), has_ok, has_parser
+
+
+class _Tally:
+    """Document frequencies summed over batches, keyed by ``Vocab`` codes."""
+
+    def __init__(self) -> None:
+        self.vocab = Vocab()
+        self.parts: dict[str, list[pl.DataFrame]] = {t: [] for t in (*COMPOUND_KINDS, "atoms")}
+        self.parts["bindings"] = []
+        self.totals = dict.fromkeys(TOTALS, 0)
+        self.parsers: set[str] = set()
+        self._batches = 0
+
+    def add(self, batch: pa.RecordBatch | pa.Table, has_ok: bool, has_parser: bool) -> None:
+        self.totals["n_rows"] += batch.num_rows
+        if has_parser:
+            self.parsers.update(p for p in pc.unique(batch.column("parser")).to_pylist() if p)
+        if has_ok:
+            batch = batch.filter(pc.fill_null(batch.column("ok"), False))
+        self.totals["n_captions"] += batch.num_rows
+        units = extract_units(batch, np.arange(batch.num_rows, dtype=np.int64), self.vocab)
+        self.totals["n_dangling_attributes"] += units.n_dangling_attributes
+        self.totals["n_dangling_relations"] += units.n_dangling_relations
+
+        def frame(names: Sequence[str], doc: np.ndarray, *parts: np.ndarray) -> pl.DataFrame:
+            columns, counts = doc_frequency(doc, *parts)
+            return pl.DataFrame({**dict(zip(names, columns, strict=True)), "count": counts})
+
+        self.parts["atoms"].append(
+            frame(("kind", "value"), units.atom_doc, units.atom_kind, units.atom_value)
+        )
+        self.parts["attr_obj"].append(frame(("a", "b"), units.attr_obj_doc, *units.attr_obj))
+        self.parts["obj_rel_obj"].append(frame(("a", "b", "c"), units.rel_doc, *units.rel))
+        perfect = units.binding_perfect
+        for flag, keep in (("perfect", perfect), ("close", ~perfect)):
+            part = frame(
+                ("attr", "obj"),
+                units.binding_doc[keep],
+                units.binding[0][keep],
+                units.binding[1][keep],
+            )
+            self.parts["bindings"].append(part.with_columns(pl.lit(flag).alias("flag")))
+        self._batches += 1
+        if self._batches % _COMPACT_EVERY == 0:
+            self._compact()
+
+    def _compact(self) -> None:
+        for name, frames in self.parts.items():
+            keys = [c for c in frames[0].columns if c != "count"]
+            self.parts[name] = [
+                pl.concat(frames, how="diagonal").group_by(keys).agg(pl.col("count").sum())
+            ]
+
+    def tables(self) -> dict[str, pl.DataFrame]:
+        """The atoms, compounds and bindings tables, decoded to text."""
+        if self._batches == 0:
+            return {t: pl.DataFrame(schema=s) for t, s in TABLES.items()}
+        self._compact()
+        strings = self.vocab.strings
+
+        def text(column: str) -> pl.Expr:
+            return pl.col(column).replace_strict(
+                list(range(len(strings))), strings, return_dtype=pl.String
+            )
+
+        atoms = self.parts["atoms"][0].select(
+            pl.col("kind").replace_strict(list(range(3)), list(ATOM_KINDS), return_dtype=pl.String),
+            text("value").alias("value"),
+            "count",
+        )
+        compounds = pl.concat(
+            [
+                self.parts["attr_obj"][0].select(
+                    pl.lit("attr_obj").alias("kind"),
+                    pl.concat_list(text("a"), text("b")).alias("parts"),
+                    "count",
+                ),
+                self.parts["obj_rel_obj"][0].select(
+                    pl.lit("obj_rel_obj").alias("kind"),
+                    pl.concat_list(text("a"), text("b"), text("c")).alias("parts"),
+                    "count",
+                ),
+            ]
+        )
+        bindings = (
+            self.parts["bindings"][0]
+            .group_by("attr", "obj")
+            .agg(
+                pl.col("count").filter(pl.col("flag") == "perfect").sum().alias("perfect_count"),
+                pl.col("count").filter(pl.col("flag") == "close").sum().alias("close_count"),
+            )
+            .select(text("attr").alias("attr"), text("obj").alias("obj_lemma"),
+                    "perfect_count", "close_count")
+        )  # fmt: skip
+        return {"atoms": atoms, "compounds": compounds, "bindings": bindings}
 
 
 def count_graphs(
-    graphs: pl.LazyFrame, has_ok: bool = True, has_parser: bool = True
+    batches: Iterable[pa.RecordBatch | pa.Table], has_ok: bool = True, has_parser: bool = True
 ) -> tuple[dict[str, pl.DataFrame], dict[str, int], list[str]]:
-    """Counts of one table of graphs: (tables by name, totals, parser names)."""
-    ok = pl.col("ok").fill_null(False) if has_ok else pl.lit(True)
-    used = graphs.filter(ok)
-    units = graph_units(used)
-    doc = pl.col("doc")
-    queries = [
-        units.atom_mentions.group_by("kind", "value")
-        .agg(doc.n_unique().alias("count"))
-        .with_columns(units.text("value")),
-        units.compound_mentions.group_by("kind", "a", "b", "c")
-        .agg(doc.n_unique().alias("count"))
-        .select("kind", units.parts(), "count"),
-        units.binding_mentions.group_by("attr", "obj_lemma")
-        .agg(
-            doc.filter(pl.col("perfect")).n_unique().alias("perfect_count"),
-            doc.filter(~pl.col("perfect")).n_unique().alias("close_count"),
-        )
-        .with_columns(units.text("attr"), units.text("obj_lemma")),
-        units.dangling,
-        graphs.select(pl.len().alias("n_rows")),
-        used.select(pl.len().alias("n_captions")),
-    ]
-    if has_parser:
-        queries.append(graphs.select(pl.col("parser").drop_nulls().unique()))
-    results = pl.collect_all(queries, engine="streaming")
-    atoms, compounds, bindings, dangling, rows, captions = results[:6]
-    parsers = results[6].to_series().to_list() if has_parser else []
-    n_rows, n_captions = int(rows.item()), int(captions.item())
-    totals = {
-        "n_rows": n_rows,
-        "n_captions": n_captions,
-        "n_not_ok": n_rows - n_captions,
-        "n_dangling_attributes": int(dangling["n_attributes"][0] or 0),
-        "n_dangling_relations": int(dangling["n_relations"][0] or 0),
-    }
-    frames = {"atoms": atoms, "compounds": compounds, "bindings": bindings}
-    return frames, totals, parsers
+    """Counts of graph rows given in batches: (tables by name, totals, parser names)."""
+    tally = _Tally()
+    for batch in batches:
+        tally.add(batch, has_ok, has_parser)
+    totals = tally.totals
+    totals["n_not_ok"] = totals["n_rows"] - totals["n_captions"]
+    return tally.tables(), totals, sorted(tally.parsers)
 
 
 def count_shard(graphs: Path, out_dir: Path) -> None:
@@ -170,8 +263,14 @@ def count_shard(graphs: Path, out_dir: Path) -> None:
     counts, mergeable with ``merge_counts``), each carrying the shard's totals in its
     metadata. The world's ``truth.parquet`` is accepted too (no ``ok``/``parser`` column).
     """
-    lf, has_ok, has_parser = _scan_graphs(Path(graphs))
-    frames, totals, parsers = count_graphs(lf, has_ok, has_parser)
+    try:
+        batches, has_ok, has_parser = _graph_batches(Path(graphs))
+        frames, totals, parsers = count_graphs(batches, has_ok, has_parser)
+    except pa.ArrowNotImplementedError:
+        # Arrow reads nested strings as dictionaries only where a row group keeps one
+        # dictionary per column (the parse stage writes them so); otherwise decode them.
+        batches, has_ok, has_parser = _graph_batches(Path(graphs), dictionary=False)
+        frames, totals, parsers = count_graphs(batches, has_ok, has_parser)
     _write_all(Path(out_dir), frames, totals, parsers)
     log.info("%s: %s", graphs, ", ".join(f"{k}={v}" for k, v in totals.items()))
 
@@ -192,7 +291,7 @@ def merge_counts(partials: list[Path], out_dir: Path) -> None:
             totals[k] += part_totals[k]
         parsers += part_parsers
     frames = {}
-    for table, keys in _KEYS.items():
+    for table, keys in TABLE_KEYS.items():
         value_cols = [c for c in TABLES[table] if c not in keys]
         lf = pl.scan_parquet([table_path(Path(p), table) for p in partials])
         frames[table] = (
