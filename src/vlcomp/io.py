@@ -30,15 +30,36 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
 
 
 def write_parquet(
-    frame: pl.DataFrame, path: str | Path, metadata: dict[str, str] | None = None
+    frame: pl.DataFrame,
+    path: str | Path,
+    metadata: dict[str, str] | None = None,
+    *,
+    dictionary: bool = False,
 ) -> None:
     """Write deterministically (same frame, same bytes) and atomically.
 
     ``metadata`` goes into the file's key-value metadata (versions, model fingerprints).
+    ``dictionary``: dictionary-encode every column, nested ones included (Arrow's writer),
+    so that a reader can keep repeated strings as codes (the counting stage does).
     """
     with atomic_path(path) as tmp:
-        frame.write_parquet(
-            tmp, compression="zstd", compression_level=3, statistics=True, metadata=metadata
+        if not dictionary:
+            frame.write_parquet(
+                tmp, compression="zstd", compression_level=3, statistics=True, metadata=metadata
+            )
+            return
+        import pyarrow.parquet as pq
+
+        table = frame.to_arrow()
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **(metadata or {})})
+        pq.write_table(
+            table,
+            tmp,
+            compression="zstd",
+            compression_level=3,
+            use_dictionary=True,
+            write_statistics=True,
+            row_group_size=1 << 17,
         )
 
 

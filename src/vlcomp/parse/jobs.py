@@ -98,5 +98,7 @@ def parse_captions(
     table = graphs_frame(frame["caption_id"].to_list(), graphs, parser.parser_name)
     n_ok = int(table["ok"].sum())
     meta = {**parser.metadata(), "n_captions": table.height, "n_ok": n_ok}
-    write_parquet(table, out, metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)})
+    write_parquet(
+        table, out, metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)}, dictionary=True
+    )
     say(f"parse: {n_ok}/{table.height} captions ok, written to {out}")
