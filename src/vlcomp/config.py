@@ -213,9 +213,22 @@ def _check_models(config: dict[str, Any]) -> list[str]:
     return problems
 
 
+def _check_evaluate(config: dict[str, Any]) -> list[str]:
+    """Mixed precision needs CUDA: caught here when the device says cpu (for auto, only the
+    job knows; it fails as fast, before embedding anything)."""
+    settings = config["evaluate"]
+    device = settings["device"]
+    if settings["precision"] in ("bf16", "fp16") and device != "auto" and "cuda" not in device:
+        return [
+            f"config key 'evaluate.precision': {settings['precision']} needs a CUDA device, "
+            f"but evaluate.device is '{device}' (use auto or fp32 on a CPU)"
+        ]
+    return []
+
+
 def _check_references(config: dict[str, Any]) -> None:
     problems = _check_models(config) + _check_eval_sets(config) + _check_benchmarks(config)
-    problems += _check_stage_options(config)
+    problems += _check_evaluate(config) + _check_stage_options(config)
     if problems:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
 

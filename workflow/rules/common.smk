@@ -126,9 +126,24 @@ def model_corpus(model):
 
 
 def embed_settings():
-    """Only what changes embeddings, so that adding a model reruns nothing else."""
+    """Only how embeddings are computed, so that adding a model reruns nothing else
+    (workers changes no vector, but the job needs it)."""
     settings = config["evaluate"]
-    return {k: settings[k] for k in ("device", "threads", "batch_size")}
+    keys = ("device", "threads", "batch_size", "precision", "workers")
+    return {k: settings[k] for k in keys}
+
+
+def embed_threads():
+    """Cores of an embedding job: its torch threads plus its image-decoding workers."""
+    return config["evaluate"]["threads"] + config["evaluate"]["workers"]
+
+
+def gpu_request():
+    """resources gpu of an embedding job: 1 when evaluate.device names a CUDA device
+    (cuda, cuda:N), else 0. "auto" requests none: whether a GPU exists is only known where
+    the job runs; on a cluster a job that asked for no GPU gets none (so embeds on CPU).
+    """
+    return 1 if config["evaluate"]["device"].startswith("cuda") else 0
 
 
 def set_eval_settings():

@@ -15,7 +15,9 @@ rule evaluate_benchmark:
         benchmark=names_re(SET_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
-    threads: config["evaluate"]["threads"]
+    threads: embed_threads()
+    resources:
+        gpu=gpu_request(),
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
@@ -51,7 +53,9 @@ rule evaluate_bindsplit:
         benchmark=names_re(benchmarks_of("crepe_systematicity")),
     conda:
         "../envs/vlcomp.yaml"
-    threads: config["evaluate"]["threads"]
+    threads: embed_threads()
+    resources:
+        gpu=gpu_request(),
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
@@ -81,7 +85,9 @@ rule evaluate_retrieval:
         benchmark=names_re(benchmarks_of("retrieval")),
     conda:
         "../envs/vlcomp.yaml"
-    threads: config["evaluate"]["threads"]
+    threads: embed_threads()
+    resources:
+        gpu=gpu_request(),
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
@@ -109,7 +115,9 @@ rule evaluate_two_positives:
         benchmark=names_re(TWO_POSITIVE_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
-    threads: config["evaluate"]["threads"]
+    threads: embed_threads()
+    resources:
+        gpu=gpu_request(),
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),
@@ -136,7 +144,9 @@ rule evaluate_two_image:
         benchmark=names_re(TWO_IMAGE_BENCHMARKS),
     conda:
         "../envs/vlcomp.yaml"
-    threads: config["evaluate"]["threads"]
+    threads: embed_threads()
+    resources:
+        gpu=gpu_request(),
     params:
         model=lambda wc: config["models"][wc.model],
         checkpoint=lambda wc: trained_checkpoint(wc.model),

@@ -14,11 +14,22 @@ its image index (``results/eval_sets/{evalset}/images.parquet``, ``IMAGE_INDEX_S
 Items whose image is not usable (status missing / unreadable, an id the index lacks, or a
 file that fails to decode while embedding) are left out of the metrics and listed in an
 ``EXCLUDED_SCHEMA`` table.
+
+Speed: images are opened, cropped and preprocessed in ``torch.utils.data.DataLoader``
+worker processes (``evaluate.workers``; 0 = in this process), started with the "fork"
+context so that they also work inside Snakemake ``script:`` jobs (where ``__main__`` is
+Snakemake's script and "spawn" cannot re-import it); batches keep their order and their
+composition, so vectors do not depend on the number of workers. On CUDA, batches are
+pinned and copied with ``non_blocking=True``, and forward passes run under autocast in
+``evaluate.precision`` (bf16 or fp16; see ``models.resolve_precision``). Vectors are always
+normalised and returned as float32. The cache folder is per (model fingerprint, device type,
+precision): fp16 and fp32 embeddings, or GPU and CPU ones, never mix.
 """
 
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -81,18 +92,41 @@ def open_model(
     log: Log,
 ) -> tuple[LoadedModel, EmbeddingCache, EmbeddingCache]:
     """Load a ``models.<key>`` entry (``checkpoint`` overrides its own) on
-    ``settings["device"]`` with ``settings["threads"]`` torch threads; return it with its
-    image and text embedding caches under ``cache_dir/<fingerprint>``."""
+    ``settings["device"]`` with ``settings["threads"]`` torch threads, embedding in
+    ``settings["precision"]`` (default auto) with ``settings["workers"]`` image-decoding
+    processes (default 0); return it with its image and text embedding caches under
+    ``cache_dir/<fingerprint>/<device type>-<precision>``."""
     torch.set_num_threads(int(settings["threads"]))
     spec = ModelSpec.from_config(model_key, model_entry, checkpoint=checkpoint)
-    loaded = load_model(spec, device=settings["device"])
-    log(f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint})")
-    cache_root = Path(cache_dir) / loaded.fingerprint.replace("/", "_").replace(":", "_")
+    loaded = load_model(
+        spec, device=settings["device"], precision=str(settings.get("precision", "auto"))
+    )
+    loaded.workers = int(settings.get("workers", 0))
+    if loaded.workers < 0:
+        raise ValueError(f"evaluate.workers must be 0 or more, not {loaded.workers}")
+    log(
+        f"loaded {spec.arch} from {spec.source} (fingerprint {loaded.fingerprint}) on "
+        f"{loaded.device}, {loaded.precision}, {loaded.workers} image workers"
+    )
+    cache_root = Path(cache_dir) / cache_folder(loaded)
     return loaded, EmbeddingCache(cache_root, "image"), EmbeddingCache(cache_root, "text")
 
 
+def cache_folder(loaded: LoadedModel) -> str:
+    """``<fingerprint>/<device type>-<precision>``, e.g. ``ViT-B-32@openai/cuda-fp16``: the
+    cache keeps apart what would not be byte-identical."""
+    name = loaded.fingerprint.replace("/", "_").replace(":", "_")
+    return f"{name}/{loaded.device.type}-{loaded.precision}"
+
+
 def model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
-    return provenance(model=model_key, fingerprint=loaded.fingerprint, source=loaded.spec.source)
+    return provenance(
+        model=model_key,
+        fingerprint=loaded.fingerprint,
+        source=loaded.spec.source,
+        device=loaded.device.type,
+        precision=loaded.precision,
+    )
 
 
 # --------------------------------------------------------------------------- image index
@@ -222,39 +256,102 @@ class UnreadableImageError(Exception):
     """An image file that cannot be read or decoded."""
 
 
-@torch.no_grad()
+class _Prepared(torch.utils.data.Dataset):
+    """``prepare(items[i])`` as (i, tensor, None), or (i, None, message) when the item is
+    unreadable: a worker never dies on a bad file."""
+
+    def __init__(self, items: Sequence[object], prepare: Callable[[object], torch.Tensor]):
+        self.items, self.prepare = items, prepare
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> tuple[int, torch.Tensor | None, str | None]:
+        try:
+            return i, self.prepare(self.items[i]), None
+        except UnreadableImageError as error:
+            return i, None, str(error)
+
+
+def _collate(
+    samples: list[tuple[int, torch.Tensor | None, str | None]],
+) -> tuple[list[int], torch.Tensor | None, dict[int, str]]:
+    """One batch (in a worker): the positions prepared, their stacked tensors, the failures."""
+    kept = [i for i, tensor, _ in samples if tensor is not None]
+    tensors = [tensor for _, tensor, _ in samples if tensor is not None]
+    failures = {i: message for i, _, message in samples if message is not None}
+    return kept, (torch.stack(tensors) if tensors else None), failures
+
+
+def worker_context() -> multiprocessing.context.BaseContext:
+    """The start method of image workers: "fork" where there is one (Linux, macOS).
+
+    Forked workers inherit the model's preprocessing and need not re-import ``__main__``,
+    which inside a Snakemake ``script:`` job is Snakemake's own script file: "spawn" and
+    "forkserver" re-import it and fail there (BrokenProcessPool). Elsewhere (Windows)
+    "spawn", with everything it pickles (``PrepareImage``, ``_Prepared``, ``_collate``)
+    defined in this module."""
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    return multiprocessing.get_context(method)
+
+
+def _batches(
+    items: Sequence[object],
+    batch_size: int,
+    prepare: Callable[[object], object] | None,
+    workers: int,
+    pin: bool,
+) -> Iterable[tuple[list[int], Any, dict[int, str]]]:
+    """(positions, batch, failures) in order: batch ``k`` holds items ``k * batch_size`` up
+    to ``(k + 1) * batch_size``, less those whose preparation failed."""
+    if prepare is None:
+        for start in range(0, len(items), batch_size):
+            positions = list(range(start, min(start + batch_size, len(items))))
+            yield positions, [items[i] for i in positions], {}
+        return
+    workers = min(workers, -(-len(items) // batch_size))  # no idle worker processes
+    loader = torch.utils.data.DataLoader(
+        _Prepared(items, prepare),
+        batch_size=batch_size,
+        shuffle=False,
+        num_workers=workers,
+        collate_fn=_collate,
+        pin_memory=pin,
+        multiprocessing_context=worker_context() if workers else None,
+    )
+    yield from loader
+
+
+@torch.inference_mode()
 def _encode_batches(
     items: Sequence[object],
-    encode: Callable[[Sequence[object]], torch.Tensor],
+    encode: Callable[[Any], torch.Tensor],
     batch_size: int,
     progress: Callable[[int, int], None] | None,
     prepare: Callable[[object], object] | None = None,
     failed: dict[int, str] | None = None,
+    workers: int = 0,
+    pin: bool = False,
 ) -> np.ndarray:
-    """Normalised vectors of ``items`` (rows in order). With ``prepare``, each item is first
-    prepared alone; when ``failed`` is given, an item whose preparation raises
+    """Normalised float32 vectors of ``items`` (rows in order). Without ``prepare``,
+    ``encode`` gets lists of items; with it, each item is first prepared alone (by
+    ``workers`` DataLoader processes; 0 = here, ``pin``: into pinned memory) and ``encode``
+    gets the stacked tensors. When ``failed`` is given, an item whose preparation raises
     ``UnreadableImageError`` is recorded there (position -> message) and gets a NaN row."""
     chunks: list[tuple[list[int], np.ndarray]] = []
-    for start in range(0, len(items), batch_size):
-        positions = list(range(start, min(start + batch_size, len(items))))
-        batch = [items[i] for i in positions]
-        if prepare is not None:
-            kept, prepared = [], []
-            for i, item in zip(positions, batch, strict=True):
-                try:
-                    prepared.append(prepare(item))
-                    kept.append(i)
-                except UnreadableImageError as error:
-                    if failed is None:
-                        raise
-                    failed[i] = str(error)
-            positions, batch = kept, prepared
-        if batch:
-            features = encode(batch)
+    done = 0
+    for positions, batch, failures in _batches(items, batch_size, prepare, workers, pin):
+        done += len(positions) + len(failures)
+        if failures:
+            if failed is None:
+                raise UnreadableImageError(failures[min(failures)])
+            failed.update(failures)
+        if positions:
+            features = encode(batch).float()
             features = features / features.norm(dim=-1, keepdim=True)
-            chunks.append((positions, features.float().cpu().numpy()))
+            chunks.append((positions, features.cpu().numpy()))
         if progress:
-            progress(min(start + batch_size, len(items)), len(items))
+            progress(done, len(items))
     if not chunks:
         return np.zeros((len(items), 0), dtype=np.float32)
     out = np.full((len(items), chunks[0][1].shape[1]), np.nan, dtype=np.float32)
@@ -272,11 +369,14 @@ def cached_embed(
     progress: Callable[[int, int], None] | None,
     prepare: Callable[[object], object] | None = None,
     failed: dict[str, str] | None = None,
+    workers: int = 0,
+    pin: bool = False,
 ) -> tuple[np.ndarray, int]:
-    """Embed the items whose keys the cache lacks; return all vectors and the count computed.
+    """Embed the items whose keys the cache lacks, each distinct key once; return all vectors
+    and the count computed.
 
-    ``prepare`` / ``failed``: see ``_encode_batches``; a failed key is recorded in
-    ``failed`` (key -> message), gets a NaN row and is not cached."""
+    ``prepare`` / ``failed`` / ``workers`` / ``pin``: see ``_encode_batches``; a failed key
+    is recorded in ``failed`` (key -> message), gets a NaN row and is not cached."""
     unique: dict[str, object] = {}
     for key, item in zip(keys, items, strict=True):
         if (cache is None or key not in cache) and key not in unique:
@@ -290,6 +390,8 @@ def cached_embed(
         progress,
         prepare,
         failed_at if failed is not None else None,
+        workers,
+        pin,
     )
     if failed is not None:
         failed.update({new_keys[i]: message for i, message in failed_at.items()})
@@ -313,6 +415,15 @@ def cached_embed(
     return out.astype(np.float32), len(good)
 
 
+def _to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
+    """``tensor`` on ``device``; to a GPU from pinned memory, without blocking."""
+    if device.type != "cuda":
+        return tensor.to(device)
+    if not tensor.is_pinned():
+        tensor = tensor.pin_memory()
+    return tensor.to(device, non_blocking=True)
+
+
 def embed_texts(
     loaded: LoadedModel,
     texts: Sequence[str],
@@ -320,10 +431,14 @@ def embed_texts(
     cache: EmbeddingCache | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> tuple[np.ndarray, int]:
-    device = next(loaded.model.parameters()).device
+    """Embed texts, batched, each distinct text once, through the content-hash cache;
+    return vectors (float32, in the order of ``texts``) and the number computed."""
+    device = loaded.device
 
     def encode(batch: Sequence[object]) -> torch.Tensor:
-        return loaded.model.encode_text(loaded.tokenizer(list(batch)).to(device))
+        tokens = _to_device(loaded.tokenizer(list(batch)), device)
+        with loaded.autocast():
+            return loaded.model.encode_text(tokens)
 
     return cached_embed([text_key(t) for t in texts], texts, encode, cache, batch_size, progress)
 
@@ -365,6 +480,17 @@ def open_rgb(path: str | Path) -> Image.Image:
         raise UnreadableImageError(f"{type(error).__name__}: {error}") from error
 
 
+class PrepareImage:
+    """Open, crop and preprocess an ``ImageRef`` (picklable, for DataLoader workers)."""
+
+    def __init__(self, preprocess: Callable[[Image.Image], torch.Tensor]) -> None:
+        self.preprocess = preprocess
+
+    def __call__(self, ref: object) -> torch.Tensor:
+        assert isinstance(ref, ImageRef)
+        return self.preprocess(crop(open_rgb(ref.path), ref.box))
+
+
 def embed_image_refs(
     loaded: LoadedModel,
     refs: Sequence[ImageRef],
@@ -372,13 +498,15 @@ def embed_image_refs(
     cache: EmbeddingCache | None = None,
     progress: Callable[[int, int], None] | None = None,
     failed: dict[ImageRef, str] | None = None,
+    workers: int | None = None,
 ) -> tuple[np.ndarray, int]:
     """Embed images or crops, batched, through the content-hash cache; return vectors and the
-    number computed (the rest came from the cache or from duplicates).
+    number computed (the rest came from the cache or from duplicates). Images are decoded by
+    ``workers`` DataLoader processes (default ``loaded.workers``; 0 = in this process).
 
     Without ``failed`` an unreadable file raises ``UnreadableImageError``; with it, each
     unreadable ref is recorded there (ref -> message) and gets a NaN row."""
-    device = next(loaded.model.parameters()).device
+    device = loaded.device
     shas: dict[str, str | None] = {}
     unreadable_files: dict[str, str] = {}
     for ref in refs:
@@ -392,12 +520,10 @@ def embed_image_refs(
             shas[ref.path] = None
             unreadable_files[ref.path] = f"{type(error).__name__}: {error}"
 
-    def prepare(ref: object) -> torch.Tensor:
-        assert isinstance(ref, ImageRef)
-        return loaded.preprocess(crop(open_rgb(ref.path), ref.box))
-
-    def encode(batch: Sequence[object]) -> torch.Tensor:
-        return loaded.model.encode_image(torch.stack(list(batch)).to(device))
+    def encode(batch: torch.Tensor) -> torch.Tensor:
+        pixels = _to_device(batch, device)
+        with loaded.autocast():
+            return loaded.model.encode_image(pixels)
 
     readable = [ref for ref in refs if shas[ref.path] is not None]
     keys = [crop_key(shas[ref.path], ref.box) for ref in readable]
@@ -409,8 +535,10 @@ def embed_image_refs(
         cache,
         batch_size,
         progress,
-        prepare,
+        PrepareImage(loaded.preprocess),
         failed_keys if failed is not None else None,
+        loaded.workers if workers is None else workers,
+        device.type == "cuda",
     )
     if failed is None:
         return vectors, computed

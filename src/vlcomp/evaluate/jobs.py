@@ -71,8 +71,9 @@ def evaluate_benchmark_job(
     corpus's table). Predictions and metrics of all parts are stacked, with ``part`` = label.
     Each candidate's ``image`` is looked up in ``image_index``; items whose image is not
     usable (or fails to decode) are excluded and logged. ``settings``: device, threads,
-    batch_size and the ``EvalSettings.from_config`` keys (set_recall_at or recall_at,
-    bootstrap_resamples, bootstrap_seed)."""
+    batch_size, precision, workers (see ``embed.open_model``) and the
+    ``EvalSettings.from_config`` keys (set_recall_at or recall_at, bootstrap_resamples,
+    bootstrap_seed). The outputs' metadata name the device type and precision used."""
     eval_settings = EvalSettings.from_config(settings)
     index = read_image_index(image_index)
     excluded: list[tuple[Any, ...]] = []
@@ -270,8 +271,8 @@ def evaluate_two_image_job(
     group_score per family, micro and macro, with chance 1/4, 1/4, 1/6) and the items left
     out (``EXCLUDED_SCHEMA``, one row per item: its first unusable image). Both image ids are
     looked up in ``image_index``; an item with either image missing or undecodable is
-    excluded and logged. ``settings``: device, threads, batch_size, bootstrap_resamples,
-    bootstrap_seed, ci_level."""
+    excluded and logged. ``settings``: device, threads, batch_size, precision, workers,
+    bootstrap_resamples, bootstrap_seed, ci_level."""
     from vlcomp.contracts import TWO_IMAGE_SCHEMA, conform
     from vlcomp.evaluate.two_image import (
         TWO_IMAGE_METRICS,

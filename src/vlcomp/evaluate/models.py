@@ -7,6 +7,7 @@ model this workflow trains). Both go through ``open_clip.create_model_and_transf
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 from dataclasses import dataclass
@@ -57,13 +58,67 @@ class ModelSpec:
         return self.checkpoint if self.checkpoint else f"{self.pretrained}"
 
 
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+class PrecisionError(ValueError):
+    """A precision the device cannot run (e.g. fp16 on a CPU)."""
+
+
+def resolve_precision(requested: str, device: torch.device) -> str:
+    """The precision embeddings are computed in: ``fp32``, ``bf16`` or ``fp16``.
+
+    ``auto``: bf16 on a CUDA device that supports it, else fp16 on CUDA; fp32 on a CPU.
+    Mixed precision is only used on CUDA: asking for bf16 / fp16 on a CPU (or bf16 on a GPU
+    without it) raises ``PrecisionError`` rather than silently computing something else.
+    fp32 on CUDA disables TF32, so that it is float32 arithmetic throughout."""
+    if requested not in PRECISIONS:
+        raise PrecisionError(
+            f"precision {requested!r} is not one of {', '.join(PRECISIONS)} (evaluate.precision)"
+        )
+    if device.type != "cuda":
+        if requested in ("auto", "fp32"):
+            return "fp32"
+        raise PrecisionError(
+            f"evaluate.precision {requested!r} needs a CUDA device, but embeddings run on "
+            f"{device}; mixed precision is only used on GPUs. Set evaluate.precision to auto "
+            "(fp32 on a CPU, bf16 or fp16 on a GPU) or fp32."
+        )
+    bf16 = torch.cuda.is_bf16_supported()
+    if requested == "auto":
+        return "bf16" if bf16 else "fp16"
+    if requested == "bf16" and not bf16:
+        raise PrecisionError(
+            f"evaluate.precision 'bf16': {torch.cuda.get_device_name(device)} does not support "
+            "bfloat16; use fp16, fp32 or auto."
+        )
+    return requested
+
+
 @dataclass
 class LoadedModel:
+    """A model ready to embed. ``precision`` (fp32, bf16, fp16: resolved, never auto) is the
+    arithmetic of its forward passes; ``workers`` the image-decoding worker processes of
+    ``embed.embed_image_refs`` (0: decode in this process)."""
+
     spec: ModelSpec
     model: torch.nn.Module
     preprocess: Any
     tokenizer: Any
     fingerprint: str
+    precision: str = "fp32"
+    workers: int = 0
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    def autocast(self) -> contextlib.AbstractContextManager[Any]:
+        """The context forward passes run in: CUDA autocast for bf16 / fp16, else nothing."""
+        if self.precision in AUTOCAST_DTYPES:
+            return torch.autocast("cuda", dtype=AUTOCAST_DTYPES[self.precision])
+        return contextlib.nullcontext()
 
 
 def known_architectures() -> list[str]:
@@ -159,14 +214,23 @@ def pick_device(requested: str = "auto") -> torch.device:
     return torch.device(requested)
 
 
-def load_model(spec: ModelSpec, device: str = "auto") -> LoadedModel:
+def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -> LoadedModel:
+    """Load ``spec`` on ``device`` (auto: CUDA if available) to embed in ``precision``
+    (see ``resolve_precision``; fp32 by default). Weights stay float32; bf16 / fp16 run
+    through autocast."""
     check_available(spec)
+    torch_device = pick_device(device)
+    resolved = resolve_precision(precision, torch_device)
     weights = (
         spec.checkpoint
         if spec.checkpoint
         else resolve_pretrained(spec.arch, spec.pretrained or "", spec.cache_dir)
     )
-    torch_device = pick_device(device)
+    if torch_device.type == "cuda" and resolved == "fp32":
+        # fp32 means fp32: no TF32 in matmuls or convolutions (both are allowed by default
+        # for cuDNN convolutions, and would make GPU fp32 differ from CPU fp32 by ~1e-3).
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             spec.arch, pretrained=weights, device=torch_device
@@ -182,6 +246,7 @@ def load_model(spec: ModelSpec, device: str = "auto") -> LoadedModel:
         preprocess=preprocess,
         tokenizer=open_clip.get_tokenizer(spec.arch),
         fingerprint=model_fingerprint(spec),
+        precision=resolved,
     )
 
 
