@@ -481,14 +481,37 @@ def open_rgb(path: str | Path) -> Image.Image:
 
 
 class PrepareImage:
-    """Open, crop and preprocess an ``ImageRef`` (picklable, for DataLoader workers)."""
+    """Open, crop and preprocess an ``ImageRef`` (picklable, for DataLoader workers).
+
+    The last decoded file is kept: crops of one image have adjacent cache keys (its sha256
+    and the box), so they are mostly prepared one after the other by the same worker, and
+    the image is decoded once for all of them."""
 
     def __init__(self, preprocess: Callable[[Image.Image], torch.Tensor]) -> None:
         self.preprocess = preprocess
+        self._last: tuple[str, Image.Image] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"preprocess": self.preprocess, "_last": None}
 
     def __call__(self, ref: object) -> torch.Tensor:
         assert isinstance(ref, ImageRef)
-        return self.preprocess(crop(open_rgb(ref.path), ref.box))
+        if self._last is not None and self._last[0] == ref.path:
+            image = self._last[1]
+        else:
+            self._last = None
+            image = open_rgb(ref.path)
+            self._last = (ref.path, image)
+        return self.preprocess(crop(image, ref.box))
+
+
+def decode_batches(
+    loaded: LoadedModel, refs: Sequence[ImageRef], batch_size: int, workers: int
+) -> Iterable[tuple[list[int], torch.Tensor | None, dict[int, str]]]:
+    """The image pipeline of ``embed_image_refs`` without the model: (positions, pixels,
+    failures) per batch of ``refs`` in order, pinned on CUDA (for the decode ceiling)."""
+    prepare = PrepareImage(loaded.preprocess)
+    yield from _batches(refs, batch_size, prepare, workers, loaded.device.type == "cuda")
 
 
 def embed_image_refs(
