@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -29,6 +29,10 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
             tmp.unlink()
 
 
+PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3}
+ROW_GROUP_ROWS = 1 << 17
+
+
 def write_parquet(
     frame: pl.DataFrame,
     path: str | Path,
@@ -42,25 +46,40 @@ def write_parquet(
     ``dictionary``: dictionary-encode every column, nested ones included (Arrow's writer),
     so that a reader can keep repeated strings as codes (the counting stage does).
     """
+    if dictionary:
+        write_parquet_chunks([frame], path, lambda: metadata or {})
+        return
     with atomic_path(path) as tmp:
-        if not dictionary:
-            frame.write_parquet(
-                tmp, compression="zstd", compression_level=3, statistics=True, metadata=metadata
-            )
-            return
-        import pyarrow.parquet as pq
+        frame.write_parquet(tmp, statistics=True, metadata=metadata, **PARQUET_OPTIONS)
 
-        table = frame.to_arrow()
-        table = table.replace_schema_metadata({**(table.schema.metadata or {}), **(metadata or {})})
-        pq.write_table(
-            table,
-            tmp,
-            compression="zstd",
-            compression_level=3,
-            use_dictionary=True,
-            write_statistics=True,
-            row_group_size=1 << 17,
-        )
+
+def write_parquet_chunks(
+    frames: Iterable[pl.DataFrame],
+    path: str | Path,
+    metadata: Callable[[], dict[str, str]],
+) -> None:
+    """Write frames of one schema as one dictionary-encoded Parquet file, atomically, holding
+    one frame at a time (row groups of at most ``ROW_GROUP_ROWS``); ``metadata()`` is called
+    after the last frame, so it may report on all of them. No frame: nothing is written."""
+    import pyarrow.parquet as pq
+
+    with atomic_path(path) as tmp:
+        writer = None
+        try:
+            for frame in frames:
+                table = frame.to_arrow()
+                if writer is None:
+                    writer = pq.ParquetWriter(
+                        tmp, table.schema, use_dictionary=True, write_statistics=True,
+                        **PARQUET_OPTIONS,
+                    )  # fmt: skip
+                writer.write_table(table, row_group_size=ROW_GROUP_ROWS)
+            if writer is None:
+                raise ValueError(f"{path}: nothing to write")
+            writer.add_key_value_metadata(metadata())
+        finally:
+            if writer is not None:
+                writer.close()
 
 
 def read_parquet_metadata(path: str | Path) -> dict[str, str]:

@@ -11,6 +11,8 @@ rule count_shard:
         ),
     log:
         "logs/atoms/{corpus}/{shard}.log",
+    benchmark:
+        "benchmarks/atoms/{corpus}/partial/{shard}.tsv"
     conda:
         "../envs/vlcomp.yaml"
     message:
@@ -21,11 +23,15 @@ rule count_shard:
 
 rule merge_counts:
     input:
-        shard_files("results/counts/{corpus}/partial/{shard}/atoms.parquet"),
+        lambda wc: shard_files(
+            "results/counts/{corpus}/partial/{shard}/atoms.parquet", wc.corpus
+        ),
     output:
         expand("results/counts/{{corpus}}/{table}.parquet", table=COUNT_TABLES),
     log:
         "logs/atoms/{corpus}/merge.log",
+    benchmark:
+        "benchmarks/atoms/{corpus}/merge.tsv"
     conda:
         "../envs/vlcomp.yaml"
     message:

@@ -1,19 +1,44 @@
-# Throughput benchmarks: not part of the default run; `snakemake benchmarks` runs them all.
-# Each prints and writes its numbers next to a baseline measured in the same run. They read
-# the first configured corpus.
+# Throughput benchmarks: not part of the default run; `snakemake benchmarks` runs them all
+# and writes one report, results/benchmarks/report.md. Each number stands next to a
+# baseline measured in the same run. The parser and counting benchmarks read the first
+# configured corpus; the scale run reads SCALE_CORPORA (the world's, or the corpora that
+# give n_captions). Settings: config `throughput`.
+
+BENCHMARK_JSONS = [
+    f"results/benchmarks/{name}.json"
+    for name in ("parser", "counting", "scorers", "evaluation", "scale")
+]
+
+
+def bench_corpus():
+    if not CORPORA:
+        raise WorkflowError("the throughput benchmarks need a corpus (config `corpora`)")
+    return CORPORA[0]
 
 
 rule benchmarks:
     input:
-        "results/benchmarks/parser.json",
-        "results/benchmarks/counting.json",
-        "results/benchmarks/scorers.json",
-        "results/benchmarks/evaluation.json",
+        "results/benchmarks/report.md",
+
+
+rule benchmark_report:
+    input:
+        BENCHMARK_JSONS,
+    output:
+        "results/benchmarks/report.md",
+    log:
+        "logs/benchmarks/report.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "One report of every throughput benchmark, each against its baseline"
+    script:
+        "../scripts/benchmark_report.py"
 
 
 rule benchmark_parser:
     input:
-        captions=caption_shards(CORPORA[:1]),
+        captions=lambda wc: caption_shards(bench_corpus()),
         factual=lambda wc: factual_csv() or [],
     output:
         "results/benchmarks/parser.json",
@@ -21,19 +46,19 @@ rule benchmark_parser:
         "logs/benchmarks/parser.log",
     conda:
         "../envs/vlcomp.yaml"
+    threads: 2
+    params:
+        captions=lookup("throughput/parser_captions", within=config),
+        model=lookup("parse/model", within=config),
     message:
-        "Parser throughput: raw spaCy pipe (ceiling) vs ours vs SceneGraphParser"
+        "Parser throughput: raw spaCy pipe (ceiling) vs ours (1 and 2 processes) vs SceneGraphParser"
     script:
         "../scripts/benchmark_parser.py"
 
 
 rule benchmark_counting:
     input:
-        expand(
-            "results/graphs/{corpus}/graphs-{shard}.parquet",
-            corpus=CORPORA[:1],
-            shard=SHARDS[:1],
-        ),
+        lambda wc: f"results/graphs/{bench_corpus()}/graphs-{corpus_shards(bench_corpus())[0]}.parquet",
     output:
         "results/benchmarks/counting.json",
     log:
@@ -41,11 +66,32 @@ rule benchmark_counting:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        rows=2_000_000,
+        rows=lookup("throughput/counting_rows", within=config),
     message:
-        "Atom/compound/binding counting throughput and peak memory"
+        "Counting throughput and peak memory: columnar vs a Python loop"
     script:
         "../scripts/benchmark_counting.py"
+
+
+rule benchmark_scale:
+    input:
+        lambda wc: [path for entry in SCALE_CORPORA.values() for path in entry["inputs"]],
+    output:
+        "results/benchmarks/scale.json",
+    log:
+        "logs/benchmarks/scale.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    threads: workflow.cores
+    params:
+        corpora=SCALE_CORPORA,
+        parse=config["parse"],
+        captions_per_shard=lookup("throughput/scale_captions_per_shard", within=config),
+        snakefile=workflow.main_snakefile,
+    message:
+        "Scale run: ingest -> parse -> count of {params.corpora} through the workflow's rules"
+    script:
+        "../scripts/benchmark_scale.py"
 
 
 rule benchmark_scorers:

@@ -30,8 +30,13 @@ EVAL_SETS = config["eval_sets"]
 BENCHMARKS = config["benchmarks"]
 # Graph tables with known-right scene graphs (a data preset may add some): parser quality.
 GOLD_GRAPHS = []
-N_SHARDS = config["ingest"]["n_shards"]
-SHARDS = [f"{i}-of-{N_SHARDS}" for i in range(N_SHARDS)]
+# Corpora of the scale benchmark, name -> format, inputs, options, n_captions: the corpora
+# that say how many captions they hold (a data preset may put its own in their place).
+SCALE_CORPORA = {
+    name: {k: entry[k] for k in ("format", "inputs", "options", "n_captions")}
+    for name, entry in config["corpora"].items()
+    if entry.get("n_captions")
+}
 
 
 def names_re(names):
@@ -90,17 +95,29 @@ def corpus_source(corpus):
     return entry["format"], entry["inputs"], options
 
 
-def shard_files(pattern):
-    """The per-shard files of one corpus: pattern has {{corpus}} and {shard}."""
-    return expand(pattern, shard=SHARDS, allow_missing=True)
+def n_shards(corpus):
+    """Caption shards of a corpus: its n_shards, or n_captions in shards of
+    ingest.captions_per_shard, or ingest.n_shards."""
+    entry = config["corpora"][corpus]
+    if entry.get("n_shards"):
+        return entry["n_shards"]
+    if entry.get("n_captions"):
+        return -(-entry["n_captions"] // config["ingest"]["captions_per_shard"])
+    return config["ingest"]["n_shards"]
+
+
+def corpus_shards(corpus):
+    n = n_shards(corpus)
+    return [f"{i}-of-{n}" for i in range(n)]
+
+
+def shard_files(pattern, corpus):
+    """The per-shard files of one corpus: ``pattern`` has {corpus} and {shard}."""
+    return expand(pattern, corpus=corpus, shard=corpus_shards(corpus))
 
 
 def caption_shards(corpus):
-    return expand(
-        "results/captions/{corpus}/captions-{shard}.parquet",
-        corpus=corpus,
-        shard=SHARDS,
-    )
+    return shard_files("results/captions/{corpus}/captions-{shard}.parquet", corpus)
 
 
 def trained_checkpoint(model):

@@ -1,20 +1,26 @@
-rule ingest:
-    input:
-        lambda wc: corpus_source(wc.corpus)[1],
-    output:
-        captions=shard_files("results/captions/{corpus}/captions-{shard}.parquet"),
-        rejected="results/captions/{corpus}/rejected.parquet",
-        summary="results/captions/{corpus}/summary.json",
-    log:
-        "logs/ingest/{corpus}.log",
-    benchmark:
-        "benchmarks/ingest/{corpus}.tsv"
-    conda:
-        "../envs/vlcomp.yaml"
-    params:
-        source=lambda wc: corpus_source(wc.corpus),
-        n_shards=N_SHARDS,
-    message:
-        "Ingesting corpus {wildcards.corpus} into {params.n_shards} caption shards"
-    script:
-        "../scripts/ingest.py"
+# One ingest rule per corpus: its shard count (the list of its outputs) is its own.
+for corpus in CORPORA:
+
+    rule:
+        name:
+            f"ingest_{corpus}"
+        input:
+            corpus_source(corpus)[1],
+        output:
+            captions=caption_shards(corpus),
+            rejected=f"results/captions/{corpus}/rejected.parquet",
+            summary=f"results/captions/{corpus}/summary.json",
+        log:
+            f"logs/ingest/{corpus}.log",
+        benchmark:
+            f"benchmarks/ingest/{corpus}.tsv"
+        conda:
+            "../envs/vlcomp.yaml"
+        params:
+            corpus=corpus,
+            source=corpus_source(corpus),
+            n_shards=n_shards(corpus),
+        message:
+            f"Ingesting corpus {corpus} into {n_shards(corpus)} caption shards"
+        script:
+            "../scripts/ingest.py"

@@ -38,6 +38,24 @@ rule world_corpus:
         "../scripts/world_corpus.py"
 
 
+rule world_scale_corpus:
+    output:
+        "results/world/scale/{corpus}/{file}",
+    log:
+        "logs/world/scale_{corpus}_{file}.log",
+    wildcard_constraints:
+        corpus=names_re(WORLD_CORPORA),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        world=lambda wc: world_preset.corpus_settings(WORLD, wc.corpus),
+        n_captions=lambda wc: SCALE_CORPORA[f"scale_{wc.corpus}"]["n_captions"],
+    message:
+        "Writing {params.n_captions} captions of {wildcards.corpus} for the scale benchmark"
+    script:
+        "../scripts/world_scale_corpus.py"
+
+
 rule world_manifest:
     output:
         "results/world/manifest.json",

@@ -34,3 +34,10 @@ GOLD_GRAPHS.extend(
     if WORLD
     else []
 )
+
+# The scale benchmark runs on captions the world writes (world_scale_corpus).
+if WORLD:
+    SCALE_CORPORA.clear()
+    SCALE_CORPORA.update(
+        world_preset.scale_corpora(WORLD, config["throughput"]["scale_captions"])
+    )

@@ -10,6 +10,6 @@ from vlcomp.io import write_json
 from vlcomp.joblog import job_log
 
 with job_log(snakemake.log[0]) as log, tempfile.TemporaryDirectory() as work:
-    result = benchmark_counting(Path(snakemake.input[0]), Path(work), snakemake.params.rows, 4)
+    result = benchmark_counting(Path(snakemake.input[0]), Path(work), snakemake.params.rows)
     log(str(result))
     write_json(result, snakemake.output[0])

@@ -15,5 +15,12 @@ with job_log(snakemake.log[0]) as log:
     texts = texts["text"].to_list()
     if snakemake.input.factual:
         texts += pl.read_csv(snakemake.input.factual, columns=["caption"])["caption"].to_list()
-    result = throughput(texts[:5000], sng_limit=1000, echo=log)
+    n = snakemake.params.captions
+    result = throughput(
+        texts[:n],
+        model=snakemake.params.model,
+        sng_limit=max(1, n // 5),
+        processes=snakemake.threads,
+        echo=log,
+    )
     write_json(result, snakemake.output[0])

@@ -13,7 +13,7 @@ with job_log(snakemake.log[0]) as log:
     summary = ingest(
         fmt,
         [Path(p) for p in inputs],
-        snakemake.wildcards.corpus,
+        snakemake.params.corpus,
         Path(snakemake.output.rejected).parent,
         snakemake.params.n_shards,
         options,

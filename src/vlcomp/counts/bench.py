@@ -1,30 +1,32 @@
-"""Throughput of the counting stage (``count_shard`` on every shard + ``merge_counts``).
+"""Throughput of the counting stage (``count_shard`` on every shard + ``merge_counts``)
+against a Python loop over rows that states the same definitions.
 
-``python -m vlcomp.counts.bench TRUTH WORK_DIR [--rows N] [--shards K] [--vocab V]``
-replicates a graphs table (e.g. a world ``truth.parquet``) to N rows in K shards, then
-counts and merges them in a fresh child process, whose peak resident memory
-(``resource.getrusage``) is therefore that of the counting alone.
+``python -m vlcomp.counts.bench GRAPHS WORK_DIR [--rows N] [--shards K] [--vocab V]``
+replicates a graphs table (parser output or a world ``truth.parquet``) to N rows in K
+shards, then counts and merges them in a fresh one-thread child process, whose peak
+resident memory (``resource.getrusage``) is therefore that of the counting alone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
+import os
 import resource
+import subprocess
 import sys
 import time
 from collections import Counter
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 import pyarrow.parquet as pq
 
-from vlcomp.counts.counts import TABLE_KEYS, TABLES, count_shard, merge_counts
+from vlcomp.counts.counts import TABLE_KEYS, TABLES, count_shard, merge_counts, read_counts
 from vlcomp.counts.normalize import normalize_text, singularize
 from vlcomp.counts.units import MAX_NODES
+from vlcomp.io import write_parquet
 
 
 def python_loop_counts(graphs: Path) -> dict[str, pl.DataFrame]:
@@ -101,7 +103,8 @@ def replicate_graphs(
 
     Caption ids are made unique; with ``vocab`` > 1 object names and lemmas get one of
     ``vocab`` suffixes (by copy), multiplying the vocabulary like a real corpus's long tail.
-    Rows carry ``parser`` and ``ok`` (every 100th row not ok) like parser output.
+    Rows carry ``parser`` and ``ok`` (every 100th row not ok) like parser output, and are
+    written as the parse stage writes them (dictionary-encoded).
     """
     base = pl.read_parquet(truth).select("caption_id", "objects", "attributes", "relations")
     copies = -(-n_rows // base.height)
@@ -129,7 +132,7 @@ def replicate_graphs(
     ).drop("_i")
     for s in range(n_shards):
         path = out_dir / f"shard-{s:04d}.parquet"
-        table.slice(s * per_shard, per_shard).write_parquet(path)
+        write_parquet(table.slice(s * per_shard, per_shard), path, dictionary=True)
         paths.append(path)
     return paths
 
@@ -148,35 +151,76 @@ def _count_and_merge(shards: list[Path], work_dir: Path) -> dict[str, float]:
     return {"count_s": t1 - t0, "merge_s": t2 - t1, "peak_rss_mib": peak_kib / 1024}
 
 
+def _child(shards: list[Path], work_dir: Path) -> dict[str, float]:
+    """Count + merge in a fresh process (one thread), whose peak RSS is the counting's."""
+    env = {**os.environ, "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    command = [sys.executable, "-m", "vlcomp.counts.bench", "--child", str(work_dir),
+               *map(str, shards)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"counting child failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def benchmark_counting(
-    truth: Path, work_dir: Path, n_rows: int = 2_000_000, n_shards: int = 4, vocab: int = 1
+    graphs: Path,
+    work_dir: Path,
+    n_rows: int = 2_000_000,
+    n_shards: int = 4,
+    vocab: int = 1,
+    baseline_rows: int = 50_000,
 ) -> dict[str, Any]:
-    """Generate the shards, count + merge them in a child process, return the numbers."""
+    """Counting throughput on one core: the columnar ``count_shard`` + ``merge_counts`` on
+    ``n_rows`` rows (copies of ``graphs``) in ``n_shards`` shards, in a child process, and
+    on a quarter of them (peak memory must not grow with the rows); the Python loop
+    (``python_loop_counts``) on ``baseline_rows`` of them. Both give the same tables."""
     work_dir = Path(work_dir)
-    shards = replicate_graphs(Path(truth), n_rows, n_shards, work_dir / "graphs", vocab)
-    ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=1, mp_context=ctx) as pool:
-        timing = pool.submit(_count_and_merge, shards, work_dir).result()
-    total = timing["count_s"] + timing["merge_s"]
+    shards = replicate_graphs(Path(graphs), n_rows, n_shards, work_dir / "graphs", vocab)
+    small = replicate_graphs(Path(graphs), n_rows // 4, n_shards, work_dir / "small", vocab)
+    full = _child(shards, work_dir / "full")
+    quarter = _child(small, work_dir / "quarter")
+    baseline = replicate_graphs(Path(graphs), baseline_rows, 1, work_dir / "baseline", vocab)[0]
+    start = time.perf_counter()
+    reference = python_loop_counts(baseline)
+    loop_s = time.perf_counter() - start
+    count_shard(baseline, work_dir / "baseline_counts")
+    ours = read_counts(work_dir / "baseline_counts")
+    agree = all(ours[t].equals(reference[t]) for t in TABLES)
+    if not agree:
+        raise AssertionError("columnar counts differ from the Python loop's")
+    total = full["count_s"] + full["merge_s"]
+    rate = n_rows / total if total else float("inf")
+    loop_rate = baseline_rows / loop_s
     return {
         "rows": n_rows,
         "shards": n_shards,
         "vocab": vocab,
-        **timing,
-        "captions_per_s": n_rows / total if total else float("inf"),
-        "polars_threads": pl.thread_pool_size(),
+        **full,
+        "captions_per_s": rate,
+        "python_loop_rows": baseline_rows,
+        "python_loop_captions_per_s": loop_rate,
+        "ours_vs_python_loop": rate / loop_rate,
+        "same_tables_as_python_loop": agree,
+        "quarter_rows": n_rows // 4,
+        "quarter_peak_rss_mib": quarter["peak_rss_mib"],
+        "quarter_captions_per_s": (n_rows // 4) / (quarter["count_s"] + quarter["merge_s"]),
+        "threads": 1,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("truth", type=Path)
-    parser.add_argument("work_dir", type=Path)
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("paths", type=Path, nargs="+", help="graphs file and work dir")
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--shards", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=1)
     args = parser.parse_args(argv)
-    result = benchmark_counting(args.truth, args.work_dir, args.rows, args.shards, args.vocab)
+    if args.child:
+        print(json.dumps(_count_and_merge(args.paths, args.child)))
+        return 0
+    graphs, work_dir = args.paths
+    result = benchmark_counting(graphs, work_dir, args.rows, args.shards, args.vocab)
     print(json.dumps(result, indent=1))
     return 0
 

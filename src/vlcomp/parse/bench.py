@@ -35,13 +35,16 @@ def throughput(
     repeats: int = 2,
     sng_limit: int | None = None,
     with_sng: bool = True,
+    processes: int = 1,
     echo: Callable[[str], None] | None = print,
 ) -> dict[str, Any]:
     """Captions per second of (a) raw pipe, (b) ours, (c) sng_parser; prints a summary.
 
     ``sng_limit`` caps the captions given to ``sng_parser`` (it is several times slower);
-    its rate is still per caption. Returns the rates, the ratios ours/raw and ours/sng,
-    and the setting.
+    its rate is still per caption. With ``processes`` > 1 ours is also timed with that many
+    spaCy worker processes (``n_process``, as a parse job with ``parse.n_process`` runs).
+    Returns the rates, the ratios ours/raw, ours/sng and the process scaling, and the
+    setting.
     """
     backend = SpacyBackend(model=model)
     parser = CaptionParser(backend, make_options())
@@ -57,23 +60,31 @@ def throughput(
         for _graph in parser.parse(texts, batch_size=batch_size):
             pass
 
+    def ours_parallel() -> None:
+        for _graph in parser.parse(texts, batch_size=batch_size, n_process=processes):
+            pass
+
     def sng_run() -> None:
         for t in sng_texts:
             sng_graph(sng, t)
 
     ours()  # warm-up: lemmatiser caches, first-batch allocations
-    times: dict[str, list[float]] = {"raw": [], "ours": [], "sng": []}
+    times: dict[str, list[float]] = {"raw": [], "ours": [], "sng": [], "parallel": []}
     for _ in range(repeats):
         _timed(raw, times["raw"])
         _timed(ours, times["ours"])
         if sng is not None:
             _timed(sng_run, times["sng"])
+        if processes > 1:
+            _timed(ours_parallel, times["parallel"])
     rates = {
         "raw_spacy": len(texts) / min(times["raw"]),
         "ours": len(texts) / min(times["ours"]),
     }
     if sng is not None:
         rates["sng_parser"] = len(sng_texts) / min(times["sng"])
+    if processes > 1:
+        rates[f"ours_{processes}_processes"] = len(texts) / min(times["parallel"])
     result: dict[str, Any] = {
         "captions": len(texts),
         "sng_captions": len(sng_texts) if sng is not None else 0,
@@ -86,11 +97,19 @@ def throughput(
     }
     if sng is not None:
         result["ours_vs_sng"] = rates["ours"] / rates["sng_parser"]
+    if processes > 1:
+        result["processes"] = processes
+        result["process_scaling"] = rates[f"ours_{processes}_processes"] / rates["ours"]
     if echo is not None:
         echo(
             f"throughput on {len(texts)} captions, 1 process, components {nlp.pipe_names}:\n"
             + "\n".join(f"  {k:12s} {v:8.0f} captions/s" for k, v in rates.items())
             + f"\n  ours / raw spaCy = {result['ours_vs_raw']:.3f}"
             + (f"\n  ours / sng_parser = {result['ours_vs_sng']:.2f}" if sng else "")
+            + (
+                f"\n  {processes} processes / 1 = {result['process_scaling']:.2f}"
+                if processes > 1
+                else ""
+            )
         )
     return result

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
 from vlcomp.contracts import GRAPHS_SCHEMA, conform
-from vlcomp.io import write_parquet
+from vlcomp.io import ROW_GROUP_ROWS, write_parquet_chunks
 
 from .backends import DEFAULT_MAX_CHARS, DEFAULT_SPACY_MODEL
 from .parser import CaptionParser, make_options
 from .predicates import PredicateMap
 
 log = logging.getLogger(__name__)
-PROGRESS_EVERY = 10_000
 METADATA_KEY = "vlcomp.parser"
 
 
@@ -90,15 +90,23 @@ def parse_captions(
     parser = CaptionParser(backend, options, **kwargs)
     say(f"parse: {frame.height} captions from {captions} with {parser.parser_name}")
     texts = frame["text"].to_list()
-    graphs = []
-    for k, graph in enumerate(parser.parse(texts, batch_size=batch_size, n_process=n_process)):
-        graphs.append(graph)
-        if (k + 1) % PROGRESS_EVERY == 0:
-            say(f"parse: {k + 1}/{len(texts)} captions")
-    table = graphs_frame(frame["caption_id"].to_list(), graphs, parser.parser_name)
-    n_ok = int(table["ok"].sum())
-    meta = {**parser.metadata(), "n_captions": table.height, "n_ok": n_ok}
-    write_parquet(
-        table, out, metadata={METADATA_KEY: json.dumps(meta, sort_keys=True)}, dictionary=True
-    )
-    say(f"parse: {n_ok}/{table.height} captions ok, written to {out}")
+    ids = frame["caption_id"].to_list()
+    graphs = parser.parse(texts, batch_size=batch_size, n_process=n_process)
+    counts = {"n_captions": 0, "n_ok": 0}
+
+    def chunks() -> Iterator[pl.DataFrame]:
+        # Graphs go to the file a row group at a time: memory does not grow with the shard.
+        for start in range(0, max(len(ids), 1), ROW_GROUP_ROWS):
+            chunk = ids[start : start + ROW_GROUP_ROWS]
+            table = graphs_frame(chunk, islice(graphs, len(chunk)), parser.parser_name)
+            counts["n_captions"] += table.height
+            counts["n_ok"] += int(table["ok"].sum())
+            say(f"parse: {counts['n_captions']}/{len(ids)} captions")
+            yield table
+
+    def metadata() -> dict[str, str]:
+        meta = {**parser.metadata(), **counts}
+        return {METADATA_KEY: json.dumps(meta, sort_keys=True)}
+
+    write_parquet_chunks(chunks(), out, metadata)
+    say(f"parse: {counts['n_ok']}/{counts['n_captions']} captions ok, written to {out}")

@@ -61,6 +61,25 @@ def corpora(world_cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
+# The file a scale corpus is written to, by format (vlcomp.world.build.scale_corpus).
+SCALE_FILES = {"cc12m_tsv": "captions.tsv", "laion_parquet": "part-00000.parquet"}
+
+
+def scale_corpora(world_cfg: Mapping[str, Any], n_captions: int) -> dict[str, dict[str, Any]]:
+    """The scale benchmark's corpora: ``n_captions`` split over the world's corpora, each in
+    its corpus's format and caption style (``build.scale_corpus``), named ``scale_<corpus>``."""
+    share = n_captions // len(world_cfg["corpora"])
+    return {
+        f"scale_{name}": {
+            "format": entry["format"],
+            "inputs": [f"{ROOT}/scale/{name}/{SCALE_FILES[entry['format']]}"],
+            "options": {},
+            "n_captions": share,
+        }
+        for name, entry in world_cfg["corpora"].items()
+    }
+
+
 def register(config: dict[str, Any]) -> dict[str, Any]:
     """Validate the world section and add its eval sets and corpora; raise ValueError
     ("key: message") on a semantic error or a name the user already took."""
