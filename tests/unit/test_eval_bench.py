@@ -1,12 +1,20 @@
 """The evaluation throughput benchmark and the precision check (no timing is asserted)."""
 
+import json
+
 import numpy as np
 import polars as pl
 import pytest
 from PIL import Image
 
 from vlcomp.evaluate.bench import make_bench_data, run_benchmark
-from vlcomp.evaluate.precision_check import Run, check, compare, metric_differences
+from vlcomp.evaluate.precision_check import (
+    Run,
+    check,
+    compare,
+    metric_differences,
+    write_report,
+)
 
 
 def test_bench_data_are_jpeg_crops(tmp_path):
@@ -27,9 +35,12 @@ def test_bench_data_are_jpeg_crops(tmp_path):
 
 def test_benchmark_reports_every_path_and_agrees(tmp_path):
     result = run_benchmark(
-        n_items=6, negatives=2, threads=1, batch_size=4, repeats=1, workers=1, log=lambda _: None
-    )
+        n_items=6, negatives=2, threads=1, batch_size=4, repeats=1, workers=1,
+        loop_items=2, data_dir=tmp_path, log=lambda _: None,
+    )  # fmt: skip
     assert set(result["median_s"]) == {"loop", "cold", "warm", "decode"}
+    assert (result["items"], result["loop_items"]) == (6, 2)
+    assert any(tmp_path.glob("*/images/*.jpg"))  # kept for the next run
     assert result["precision"] == "fp32" and result["machine"]["precision"] == "fp32"
     assert result["max_abs_similarity_diff"] <= 1e-4
     for key in ("speedup_cold_over_loop", "speedup_warm_over_loop", "cold_over_decode_ceiling"):
@@ -94,3 +105,12 @@ def test_metric_differences(tmp_path):
     assert table["rows_differing"] == 1 and table["max_abs_value_diff"] == pytest.approx(0.25)
     assert not out["identical"]
     assert metric_differences(tmp_path / "cpu", tmp_path / "cpu")["identical"]
+
+
+def test_report_of_a_dry_run_folder(tmp_path):
+    (tmp_path / "plan.txt").write_text("would run: bench --device cuda\n")
+    compare_out = {"reference": "a", "other": "a", "identical": True, "tables": {}}
+    (tmp_path / "metrics_compare.json").write_text(json.dumps(compare_out))
+    text = write_report(tmp_path)
+    assert "would run: bench --device cuda" in text and "identical" in text
+    assert (tmp_path / "report.json").exists()

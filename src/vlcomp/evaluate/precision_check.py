@@ -130,19 +130,22 @@ def score_runs(
     threads: int = 2,
     seed: int = 0,
     checkpoint: str | None = None,
+    data_dir: str | Path | None = None,
     log: Any = print,
 ) -> tuple[pl.DataFrame, dict[str, np.ndarray], dict[str, dict[str, Any]]]:
     """The benchmark items, each run's similarities (``candidates`` order), and per run the
-    precision actually used and the seconds it took."""
-    from vlcomp.evaluate.bench import bench_model, make_bench_data
+    precision actually used and the seconds it took. ``data_dir``: as in
+    ``bench.run_benchmark`` (the same items and random weights as the benchmark's)."""
+    from vlcomp.evaluate.bench import bench_data, bench_model
     from vlcomp.evaluate.retrieval_sets import score_candidates
 
     torch.set_num_threads(threads)
     sims: dict[str, np.ndarray] = {}
     info: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="vlcomp-precision-") as tmp:
-        root = Path(tmp)
-        candidates, boxes, images = make_bench_data(root, n_items, negatives, seed=seed)
+        root = Path(data_dir) if data_dir else Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        candidates, boxes, images = bench_data(root, n_items, negatives, 3, seed)
         for run in runs:
             loaded = bench_model(model, root, run.device, run.precision, seed, checkpoint)
             loaded.workers = run.workers
@@ -250,12 +253,18 @@ def main(argv: Sequence[str] | None = None) -> None:
     runs.add_argument("--batch-size", type=int, default=256)
     runs.add_argument("--threads", type=int, default=2)
     runs.add_argument("--tolerance", type=float, default=FP32_TOLERANCE)
+    runs.add_argument("--data", help="keep the generated JPEGs and weights here, for reuse")
     runs.add_argument("--out")
     metrics = sub.add_parser("metrics", help="compare two runs' results/metrics folders")
     metrics.add_argument("reference")
     metrics.add_argument("other")
     metrics.add_argument("--out")
+    report = sub.add_parser("report", help="report.md / report.json of a gpu_check folder")
+    report.add_argument("folder")
     args = parser.parse_args(argv)
+    if args.command == "report":
+        print(write_report(args.folder))
+        return
     if args.command == "metrics":
         result = metric_differences(args.reference, args.other)
     elif args.command == "runs":
@@ -268,6 +277,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             batch_size=args.batch_size,
             threads=args.threads,
             checkpoint=args.checkpoint,
+            data_dir=args.data,
         )
     else:
         parser.error("give a command: runs or metrics")
@@ -294,6 +304,73 @@ def summarise(result: Mapping[str, Any]) -> str:
             f"(right/wrong flips {c['set_correct_changed']})"
         )
     return "\n".join(lines)
+
+
+def write_report(folder: str | Path) -> str:
+    """``report.md`` and ``report.json`` in ``folder`` from what ``tools/gpu_check.sh`` left
+    there: ``bench_*.json`` (``bench.run_benchmark``), ``precision.json`` (``check``),
+    ``workflow_metrics.json`` (``metric_differences``), ``workflow.json`` (how the workflow
+    step went) and ``plan.txt`` (what a dry run did not run). Returns the Markdown."""
+    from vlcomp.evaluate.bench import summary
+
+    folder = Path(folder)
+
+    def load(path: Path) -> Any:
+        return json.loads(path.read_text()) if path.exists() else None
+
+    bench = {p.stem: load(p) for p in sorted(folder.glob("bench_*.json"))}
+    precision, metrics = load(folder / "precision.json"), load(folder / "metrics_compare.json")
+    workflow = load(folder / "workflow.json")
+    plan = (folder / "plan.txt").read_text() if (folder / "plan.txt").exists() else ""
+    lines = ["# GPU check", ""]
+    lines += ["## Embedding throughput", ""]
+    for name, result in bench.items():
+        lines += [f"### {name}", "", "```", summary(result), "```", ""]
+    if not bench:
+        lines += ["(no benchmark ran)", ""]
+    lines += ["## Agreement and decision changes", ""]
+    if precision:
+        passed = "PASSED" if precision["passed"] else "FAILED"
+        lines += [
+            f"{precision['model']}, {precision['items']} items, {precision['candidates']} "
+            f"similarities; fp32 against fp32 within {precision['fp32_tolerance']:.0e}: "
+            f"{passed}",
+            "",
+            "```",
+            summarise(precision),
+            "```",
+            "",
+        ]
+    else:
+        lines += ["(not run)", ""]
+    lines += ["## Workflow evaluation on the GPU", ""]
+    if workflow:
+        lines += [f"- {k}: {v}" for k, v in workflow.items()] + [""]
+    if metrics:
+        verdict = "identical" if metrics["identical"] else "DIFFERENT"
+        lines += [f"Metrics against {metrics['reference']}: {verdict}", ""]
+        for table, diff in metrics["tables"].items():
+            lines.append(
+                f"- {table}: {diff.get('rows_differing', 'missing')} of {diff.get('rows', '?')} "
+                f"rows differ, max |diff| {diff.get('max_abs_value_diff', float('nan')):.3g}"
+            )
+        lines.append("")
+    elif not workflow:
+        lines += ["(not run)", ""]
+    if plan:
+        lines += ["## Not run here (dry run / no GPU)", "", "```", plan.rstrip(), "```", ""]
+    text = "\n".join(lines)
+    (folder / "report.md").write_text(text)
+    (folder / "report.json").write_text(
+        json.dumps(
+            {"bench": bench, "precision": precision, "workflow": workflow, "metrics": metrics,
+             "plan": plan.splitlines()},
+            indent=2,
+            default=str,
+        )
+        + "\n"
+    )  # fmt: skip
+    return text
 
 
 if __name__ == "__main__":
