@@ -7,9 +7,11 @@ captions per second of each stage per job-second (one core per job: the rules ru
 process each) and extrapolates the wall time of a corpus of N captions on P cores.
 
 The extrapolation assumes what the workflow does: one ingest job per corpus (it reads the
-corpus's files in order, so it does not spread over cores), then shards of
-``captions_per_shard`` captions parsed and counted in parallel, one job per core, then one
-merge. Cluster queueing and file-system contention are not modelled.
+corpus's files in order, so it does not spread over cores; its time scales with the
+captions), then shards of the measured size (``captions_per_shard``) parsed and counted in
+parallel, one job per core, each taking the measured mean time of a shard job (start-up
+included), then one merge, whose time grows with the number of shards. Cluster queueing
+and file-system contention are not modelled. Run it with the shard size you will use.
 
     python -m vlcomp.scale --help
 """
@@ -113,15 +115,17 @@ def extrapolate(
     captions_per_shard: int,
 ) -> dict[str, float]:
     """Wall seconds of each stage, and in all, for one corpus of ``n_captions`` on
-    ``cores`` cores (see the module docstring for the model)."""
+    ``cores`` cores, in shards of the measured size (see the module docstring)."""
     shards = max(1, math.ceil(n_captions / captions_per_shard))
     waves = math.ceil(shards / cores)  # rounds of parallel shard jobs
-    shard_captions = n_captions / shards
+    per_shard = {
+        s: stages[s]["job_seconds"] / max(1, stages[s]["jobs"]) for s in ("parse", "count")
+    }
     merge_per_shard = stages["merge"]["job_seconds"] / max(1, stages["count"]["jobs"])
     wall = {
         "ingest": n_captions / stages["ingest"]["captions_per_job_second"],
-        "parse": waves * shard_captions / stages["parse"]["captions_per_job_second"],
-        "count": waves * shard_captions / stages["count"]["captions_per_job_second"],
+        "parse": waves * per_shard["parse"],
+        "count": waves * per_shard["count"],
         # Merging reads every partial table: it grows with the number of shards.
         "merge": merge_per_shard * shards,
     }

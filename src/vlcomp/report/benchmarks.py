@@ -74,10 +74,7 @@ def parser_section(result: Mapping[str, Any]) -> list[str]:
         "ours": "ours: the same pipe + graph extraction",
         "sng_parser": "SceneGraphParser (its own pipeline)",
     }
-    rows = []
-    for key, rate in rates.items():
-        label = names.get(key, f"ours, {result.get('processes', '?')} processes")
-        rows.append([label, _rate(rate), f"{rate / raw:.2f}"])
+    rows = [[names[k], _rate(r), f"{r / raw:.2f}"] for k, r in rates.items() if k in names]
     lines = [
         "## Parsing",
         "",
@@ -89,9 +86,15 @@ def parser_section(result: Mapping[str, Any]) -> list[str]:
         *_table(["parser", "captions/s", "vs raw spaCy"], rows),
     ]
     if "process_scaling" in result:
+        parallel = rates[f"ours_{result['processes']}_processes"]
         lines += [
-            f"{result['processes']} processes / 1 process: **{result['process_scaling']:.2f}×**"
-            " (ideal: the number of processes, on as many free cores).",
+            f"Rates above are per CPU-second of one process. Process scaling, wall clock on "
+            f"{result['scaling_captions']:,} captions: 1 process "
+            f"{_rate(result['ours_1_process_wall_captions_per_s'])} captions/s, "
+            f"{result['processes']} processes "
+            f"{_rate(parallel)} "
+            f"captions/s: **{result['process_scaling']:.2f}×** (ideal: the number of "
+            "processes, on as many idle cores).",
             "",
         ]
     return lines
@@ -131,6 +134,10 @@ def counting_section(result: Mapping[str, Any]) -> list[str]:
                 ],
             ],
         ),  # fmt: skip
+        f"Per CPU-second (what one core does, whatever else runs on the machine): columnar "
+        f"{_rate(result['captions_per_cpu_s'])} captions, Python loop "
+        f"{_rate(result['python_loop_captions_per_cpu_s'])}.",
+        "",
         f"Peak memory at 4× the captions: {growth:.2f}× "
         "(flat: shards are read in batches and only the sums are kept).",
         "",

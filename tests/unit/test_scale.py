@@ -1,0 +1,61 @@
+"""The scale run's bookkeeping: its config is a valid workflow config, benchmark records are
+read as Snakemake writes them, and the extrapolation follows the stated model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vlcomp.config import validate_config
+from vlcomp.scale import STAGES, extrapolate, scale_config, stage_numbers
+
+HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def record(path: Path, seconds: float, rss: float, cpu: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + f"{seconds}\t0:00:01\t{rss}\t1\t1\t1\t0\t0\t50\t{cpu}\n")
+
+
+def test_scale_config_is_a_valid_workflow_config(tmp_path: Path) -> None:
+    (tmp_path / "c.tsv").write_text("u\ta red circle\n")
+    corpora = {"big": {"format": "cc12m_tsv", "inputs": [tmp_path / "c.tsv"], "n_captions": 25}}
+    config = validate_config(scale_config(corpora, {"n_process": 1}, 10))
+    assert config["corpora"]["big"]["n_captions"] == 25
+    assert config["ingest"]["captions_per_shard"] == 10
+    assert config["benchmarks"] == {} and config["evaluate"]["models"] == []
+
+
+def test_stage_numbers_read_every_job_record(tmp_path: Path) -> None:
+    record(tmp_path / "benchmarks/ingest/a.tsv", 10, 100, 9)
+    for shard, seconds in (("0-of-2", 40), ("1-of-2", 60)):
+        record(tmp_path / f"benchmarks/parse/a/{shard}.tsv", seconds, 800 + seconds, seconds)
+        record(tmp_path / f"benchmarks/atoms/a/partial/{shard}.tsv", 1, 300, 1)
+    record(tmp_path / "benchmarks/atoms/a/merge.tsv", 0.5, 200, 0.5)
+    stages = stage_numbers(tmp_path, {"a": 1000})
+    assert list(stages) == list(STAGES)
+    assert stages["parse"]["jobs"] == 2 and stages["parse"]["job_seconds"] == 100
+    assert stages["parse"]["captions_per_job_second"] == 10
+    assert stages["parse"]["peak_rss_mib"] == 860 and stages["parse"]["max_job_seconds"] == 60
+    assert stages["ingest"]["captions_per_job_second"] == 100
+    with pytest.raises(FileNotFoundError, match="no benchmark record of ingest for b"):
+        stage_numbers(tmp_path, {"a": 1000, "b": 5})
+
+
+def test_extrapolation_model() -> None:
+    stages = {
+        "ingest": {"captions_per_job_second": 100_000.0},
+        "parse": {"job_seconds": 500.0, "jobs": 2},
+        "count": {"job_seconds": 1.0, "jobs": 4},
+        "merge": {"job_seconds": 2.0},
+    }
+    wall = extrapolate(stages, n_captions=12_000_000, cores=32, captions_per_shard=500_000)
+    assert wall["shards"] == 24  # 24 shards fit one wave on 32 cores
+    assert wall["ingest"] == pytest.approx(120.0)  # one job reads the whole corpus
+    assert wall["parse"] == pytest.approx(250.0)  # one shard job per core, mean job time
+    assert wall["count"] == pytest.approx(0.25)
+    assert wall["merge"] == pytest.approx(0.5 * 24)
+    assert wall["total"] == pytest.approx(120 + 250 + 0.25 + 12)
+    slower = extrapolate(stages, n_captions=12_000_000, cores=8, captions_per_shard=500_000)
+    assert slower["parse"] == pytest.approx(3 * 250.0)  # 24 shards in 3 waves of 8
