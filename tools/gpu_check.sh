@@ -96,13 +96,13 @@ done
 
 # (ii, iii) Agreement of GPU fp32 with CPU fp32, and decision changes of fp16 / bf16.
 CHECK=("$PY" -m vlcomp.evaluate.precision_check runs --model ViT-B-32 --data "$DATA"
-       --items "$CHECK_ITEMS" --threads "$CPU_THREADS" --out "$OUT/precision.json")
+       --threads "$CPU_THREADS" --out "$OUT/precision.json")
 if [[ $DRY -eq 1 ]]; then
-  plan "${CHECK[@]}" --runs "cpu:fp32:$CPU_WORKERS,cuda:fp32:$GPU_WORKERS,cuda:fp16:$GPU_WORKERS,cuda:bf16:$GPU_WORKERS"
+  plan "${CHECK[@]}" --items 300 --runs "cpu:fp32:$CPU_WORKERS,cuda:fp32:$GPU_WORKERS,cuda:fp16:$GPU_WORKERS,cuda:bf16:$GPU_WORKERS"
   # The same code on what a CPU has: fp32 in-process decoding against fp32 with workers.
-  step precision 150 "${CHECK[@]}" --runs "cpu:fp32:0,cpu:fp32:$CPU_WORKERS"
+  step precision 150 "${CHECK[@]}" --items "$CHECK_ITEMS" --runs "cpu:fp32:0,cpu:fp32:$CPU_WORKERS"
 else
-  step precision 150 "${CHECK[@]}" \
+  step precision 150 "${CHECK[@]}" --items "$CHECK_ITEMS" \
     --runs "cpu:fp32:$CPU_WORKERS,cuda:fp32:$GPU_WORKERS,cuda:fp16:$GPU_WORKERS,cuda:bf16:$GPU_WORKERS"
 fi
 
