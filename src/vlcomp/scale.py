@@ -10,8 +10,10 @@ The extrapolation assumes what the workflow does: one ingest job per corpus (it 
 corpus's files in order, so it does not spread over cores; its time scales with the
 captions), then shards of the measured size (``captions_per_shard``) parsed and counted in
 parallel, one job per core, each taking the measured mean time of a shard job (start-up
-included), then one merge, whose time grows with the number of shards. Cluster queueing
-and file-system contention are not modelled. Run it with the shard size you will use.
+included), then one merge: its start-up (the merge job's time less an in-process re-merge
+of the same partial tables) plus a read and sum per shard (that re-merge's time per
+partial table). Cluster queueing and file-system contention are not modelled. Run it with
+the shard size you will use.
 
     python -m vlcomp.scale --help
 """
@@ -121,15 +123,34 @@ def extrapolate(
     per_shard = {
         s: stages[s]["job_seconds"] / max(1, stages[s]["jobs"]) for s in ("parse", "count")
     }
-    merge_per_shard = stages["merge"]["job_seconds"] / max(1, stages["count"]["jobs"])
+    merge = stages["merge"]
     wall = {
         "ingest": n_captions / stages["ingest"]["captions_per_job_second"],
         "parse": waves * per_shard["parse"],
         "count": waves * per_shard["count"],
-        # Merging reads every partial table: it grows with the number of shards.
-        "merge": merge_per_shard * shards,
+        # A merge job: its start-up, then a read and sum of every partial table.
+        "merge": merge["startup_seconds"] + merge["seconds_per_partial"] * shards,
     }
     return {**wall, "total": sum(wall.values()), "shards": shards}
+
+
+def merge_costs(work_dir: Path, corpora: list[str], merge: Mapping[str, float]) -> dict[str, float]:
+    """A merge job's start-up seconds and its seconds per partial table: the corpora's
+    partial counts merged again in this process (no start-up), timed."""
+    from vlcomp.counts.counts import merge_counts
+
+    seconds, partials = 0.0, 0
+    for corpus in corpora:
+        parts = sorted((work_dir / "results" / "counts" / corpus / "partial").iterdir())
+        start = time.perf_counter()
+        merge_counts(parts, work_dir / "remerged" / corpus)
+        seconds += time.perf_counter() - start
+        partials += len(parts)
+    shutil.rmtree(work_dir / "remerged")
+    return {
+        "seconds_per_partial": seconds / partials,
+        "startup_seconds": max(0.0, (merge["job_seconds"] - seconds) / max(1, merge["jobs"])),
+    }
 
 
 def run_scale(
@@ -164,6 +185,7 @@ def run_scale(
         raise RuntimeError(f"scale run failed ({done.returncode}):\n{done.stderr[-4000:]}")
     sizes = {name: int(entry["n_captions"]) for name, entry in corpora.items()}
     stages = stage_numbers(work_dir, sizes)
+    stages["merge"].update(merge_costs(work_dir, list(corpora), stages["merge"]))
     measured = sum(sizes.values())
     result: dict[str, Any] = {
         "captions": measured,

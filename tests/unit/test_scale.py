@@ -48,14 +48,14 @@ def test_extrapolation_model() -> None:
         "ingest": {"captions_per_job_second": 100_000.0},
         "parse": {"job_seconds": 500.0, "jobs": 2},
         "count": {"job_seconds": 1.0, "jobs": 4},
-        "merge": {"job_seconds": 2.0},
+        "merge": {"startup_seconds": 1.5, "seconds_per_partial": 0.5},
     }
     wall = extrapolate(stages, n_captions=12_000_000, cores=32, captions_per_shard=500_000)
     assert wall["shards"] == 24  # 24 shards fit one wave on 32 cores
     assert wall["ingest"] == pytest.approx(120.0)  # one job reads the whole corpus
     assert wall["parse"] == pytest.approx(250.0)  # one shard job per core, mean job time
     assert wall["count"] == pytest.approx(0.25)
-    assert wall["merge"] == pytest.approx(0.5 * 24)
-    assert wall["total"] == pytest.approx(120 + 250 + 0.25 + 12)
+    assert wall["merge"] == pytest.approx(1.5 + 0.5 * 24)
+    assert wall["total"] == pytest.approx(120 + 250 + 0.25 + 13.5)
     slower = extrapolate(stages, n_captions=12_000_000, cores=8, captions_per_shard=500_000)
     assert slower["parse"] == pytest.approx(3 * 250.0)  # 24 shards in 3 waves of 8

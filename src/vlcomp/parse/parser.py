@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import multiprocessing
 from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -36,10 +38,34 @@ class CaptionParser:
     def parse(
         self, texts: Iterable[str | None], batch_size: int = 256, n_process: int = 1
     ) -> Iterator[SceneGraph]:
-        """Graphs of ``texts``, in order; a missing or empty text gives an empty graph."""
+        """Graphs of ``texts``, in order; a missing or empty text gives an empty graph.
+
+        With ``n_process`` > 1, worker processes (forked: they share the loaded model) each
+        parse and extract whole chunks of ``CHUNK_BATCHES`` batches and send back only the
+        graphs, so the work scales with the processes; the batches are those of one
+        process, so the graphs are the same.
+        """
+        if n_process > 1:
+            yield from self._parse_in_processes(texts, batch_size, n_process)
+            return
         lemmatizer = self.backend.lemmatizer
-        for tokens in self.backend.tokens(texts, batch_size=batch_size, n_process=n_process):
+        for tokens in self.backend.tokens(texts, batch_size=batch_size, n_process=1):
             yield extract_graph(tokens, lemmatizer, self.options)
+
+    def _parse_in_processes(
+        self, texts: Iterable[str | None], batch_size: int, n_process: int
+    ) -> Iterator[SceneGraph]:
+        global _FORKED
+        size = batch_size * CHUNK_BATCHES
+        remaining = iter(texts)
+        chunks = iter(lambda: list(islice(remaining, size)), [])
+        _FORKED = self
+        try:
+            with multiprocessing.get_context("fork").Pool(n_process) as pool:
+                for graphs in pool.imap(_parse_chunk, ((c, batch_size) for c in chunks)):
+                    yield from graphs
+        finally:
+            _FORKED = None
 
     def parse_one(self, text: str | None) -> SceneGraph:
         return next(self.parse([text], batch_size=1))
@@ -52,6 +78,17 @@ class CaptionParser:
             **self.backend.versions(),
             "options": self.options.describe(),
         }
+
+
+# The parser a forked worker process inherits (set just before the pool forks).
+_FORKED: CaptionParser | None = None
+CHUNK_BATCHES = 16
+
+
+def _parse_chunk(job: tuple[list[str | None], int]) -> list[SceneGraph]:
+    texts, batch_size = job
+    assert _FORKED is not None, "parse workers must be forked from the parsing process"
+    return list(_FORKED.parse(texts, batch_size=batch_size))
 
 
 def make_options(

@@ -185,7 +185,7 @@ def evaluation_section(result: Mapping[str, Any]) -> list[str]:
 
 
 def scale_section(result: Mapping[str, Any]) -> list[str]:
-    stages = result["stages"]
+    stages = {stage: result["stages"][stage] for stage in ("ingest", "parse", "count", "merge")}
     rows = [
         [stage, f"{n['jobs']:.0f}", _rate(n["captions_per_job_second"]),
          f"{n['max_job_seconds']:.1f}", f"{n['peak_rss_mib']:,.0f}"]
