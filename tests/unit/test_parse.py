@@ -477,3 +477,22 @@ def test_graph_row_matches_contract(parser):
     row = parser.parse_one("a man riding a horse").row()
     frame = pl.DataFrame([row], schema={k: GRAPHS_SCHEMA[k] for k in row})
     assert frame.height == 1
+
+
+def test_worker_processes_give_the_same_graphs_in_order(parser, monkeypatch):
+    import vlcomp.parse.parser as parser_module
+
+    monkeypatch.setattr(parser_module, "CHUNK_BATCHES", 2)  # several chunks per worker
+    texts = [
+        "a red circle next to a blue square",
+        None,
+        "",
+        "two dogs on a wooden bench",
+        "A man holding a yellow umbrella.",
+        "green trees behind a white house",
+        "!!!",
+    ] * 6
+    one = list(parser.parse(texts, batch_size=3))
+    two = list(parser.parse(texts, batch_size=3, n_process=2))
+    assert two == one
+    assert sum(g.ok for g in one) == 4 * 6
