@@ -577,3 +577,27 @@ def test_text_csv_without_its_column_fails_naming_the_file(tmp_path: Path) -> No
     path.write_text("id,text\n1,a cat\n", encoding="utf-8")
     with pytest.raises(CorruptInputError, match="captions.csv"):
         ingest("text_csv", [path], "mine", tmp_path / "out", 1, {"rules": {}})
+
+
+def test_an_empty_corpus_is_warned_about(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "empty.txt"
+    path.write_text("\n\n%%%%\n")
+    messages: list[str] = []
+    with caplog.at_level("WARNING"):
+        summary = ingest(
+            "text_lines", [path], "c", tmp_path / "out", 2, {}, progress=messages.append
+        )
+    assert summary.accepted == 0
+    [warning] = summary.as_dict()["warnings"]
+    assert "'c' has no accepted caption" in warning and "unseen" in warning
+    assert any(m.startswith("WARNING: corpus 'c' has no accepted caption") for m in messages)
+    assert any("no accepted caption" in r.message for r in caplog.records)
+
+
+def test_empty_shards_are_warned_about(tmp_path: Path) -> None:
+    path = tmp_path / "one.txt"
+    path.write_text("a red circle next to a blue square\n")
+    summary = ingest("text_lines", [path], "c", tmp_path / "out", 3, {})
+    assert summary.warnings == [
+        "corpus 'c': 2 of 3 shards are empty (1 captions); fewer shards would do"
+    ]

@@ -299,6 +299,14 @@ def merge_counts(partials: list[Path], out_dir: Path) -> None:
         )
     _write_all(Path(out_dir), frames, totals, parsers)
     log.info("merged %d partial counts: %d captions", len(partials), totals["n_captions"])
+    if totals["n_captions"] == 0:
+        log.warning(
+            "%s: no caption counted (%d rows, %d not parsed): every evaluation item will "
+            "count as unseen",
+            out_dir,
+            totals["n_rows"],
+            totals["n_not_ok"],
+        )
 
 
 def read_counts(counts_dir: Path) -> dict[str, pl.DataFrame]:

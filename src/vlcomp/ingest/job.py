@@ -127,6 +127,24 @@ class IngestSummary:
     def total(self) -> int:
         return self.accepted + sum(self.rejected.values()) + sum(self.filtered.values())
 
+    @property
+    def warnings(self) -> list[str]:
+        """What a user should look at before trusting anything built on this corpus."""
+        out = []
+        if self.accepted == 0:
+            out.append(
+                f"corpus {self.corpus!r} has no accepted caption ({self.total} rows read from "
+                f"{self.files} file(s)): its counts are all zero, so every evaluation item "
+                "counts as unseen; check its inputs, format and caption rules"
+            )
+        elif 0 in self.per_shard:
+            empty = self.per_shard.count(0)
+            out.append(
+                f"corpus {self.corpus!r}: {empty} of {self.n_shards} shards are empty "
+                f"({self.accepted} captions); fewer shards would do"
+            )
+        return out
+
     def as_dict(self) -> dict[str, Any]:
         return {
             "format": self.format,
@@ -138,6 +156,7 @@ class IngestSummary:
             "rejected": dict(sorted(self.rejected.items())),
             "filtered": dict(sorted(self.filtered.items())),
             "per_shard": list(self.per_shard),
+            "warnings": self.warnings,
         }
 
     def describe(self) -> str:
@@ -262,4 +281,8 @@ def ingest(
     summary.per_shard = [w.rows for w in shards]
     _remove_stale_shards(out_dir, n_shards)
     say(summary.describe())
+    for warning in summary.warnings:
+        log.warning(warning)
+        if progress is not None:
+            progress(f"WARNING: {warning}")
     return summary
