@@ -66,6 +66,7 @@ from typing import Any
 
 from .lexicon import (
     ANAPHORS,
+    BASIC_COLOURS,
     COLOUR_SHADES,
     COLOUR_WORDS_AFTER_SHADE,
     COLOURS,
@@ -101,7 +102,7 @@ _FRAMING_PREPS = frozenset({"in", "on", "from"})
 _BARE_DEPS = frozenset({"det", "amod", "compound", "punct", "cc", "conj", "nummod", "poss"})
 _COMPLEMENT_DEPS = frozenset({"prep", "dobj", "acomp", "attr", "xcomp", "ccomp", "dative"})
 _HAS_LETTER = re.compile(r"[^\W\d_]")
-_CANDIDATE_TAGS = NOUN_TAGS | ADJ_TAGS | {"VBG"}
+_CANDIDATE_TAGS = NOUN_TAGS | ADJ_TAGS | {"VBG", "VB", "VBP"}
 _ARGUMENT_DEPS = frozenset({"nsubj", "nsubjpass", "dobj", "pobj", "attr", "conj", "appos"})
 
 
@@ -193,6 +194,9 @@ class _Extraction:
         self.objects: list[tuple[int, str, str]] = []  # (head token, name, lemma)
         self.attributes: list[tuple[int, int, str]] = []  # (token position, obj, value)
         self.redirect: dict[int, int] = {}
+        # Attribute words claimed by the object right after them (see _left_attributes):
+        # a dependency edge that gives one of them to another object is a misparse.
+        self.claimed: dict[int, int] = {}
         self.relations: list[tuple[int, str, int, bool]] = []  # (+ via a pronoun)
 
     # ------------------------------------------------------------------------- driver
@@ -231,7 +235,9 @@ class _Extraction:
         objects = tuple((new[k], self.objects[k][1], self.objects[k][2]) for k in order)
         seen_attr: set[tuple[int, str]] = set()
         attributes: list[Attribute] = []
-        for _, obj, value in sorted(self.attributes, key=lambda a: (new[a[1]], a[0])):
+        for position, obj, value in sorted(self.attributes, key=lambda a: (new[a[1]], a[0])):
+            if self.claimed.get(position, obj) != obj:
+                continue
             key = (new[obj], value)
             if key not in seen_attr:
                 seen_attr.add(key)
@@ -341,8 +347,21 @@ class _Extraction:
             return False  # numbers, symbols, control characters
         tag = self.tags[i]
         if tag in NOUN_TAGS:
-            return self.deps[i] not in ("amod", "nummod")
+            # A noun parsed as a modifier is one all the same where a list item ends
+            # ("blue square / large purple circle").
+            return self.deps[i] not in ("amod", "nummod") or self._ends_item(i)
         dep = self.deps[i]
+        if tag in ("VB", "VBP"):
+            # "purple cross to the left of ...": a noun the tagger took for a verb, known
+            # from the colour or size word it carries.
+            return (
+                self.lemmatizer is not None
+                and self.lemmatizer.is_noun(self.lower[i])
+                and any(
+                    self.deps[c] in ("amod", "compound", "nmod") and c < i
+                    and self._starts_phrase(c) for c in self.children[i]
+                )
+            )  # fmt: skip
         # A gerund that ends a prepositional phrase is a noun the tagger missed ("on
         # building"); so is an "adjective" with a determiner in an argument slot ("left
         # of a pink cross" with "cross" tagged JJ).
@@ -386,6 +405,10 @@ class _Extraction:
         pending: list[tuple[int, int]] = []  # (colour token, the noun it describes)
         lower, deps, heads, tags = self.lower, self.deps, self.heads, self.tags
         of_heads = {heads[k] for k in range(self.n) if lower[k] == "of" and deps[k] == "prep"}
+        # Two-word boilerplate ("flat design", "clip art", "stock photo"), however parsed.
+        boilerplate_pairs = {
+            k + d for k in range(self.n - 1) if f"{lower[k]} {lower[k + 1]}" in stop for d in (0, 1)
+        }
         for i in range(self.n):
             if self.in_span[i]:
                 continue
@@ -403,12 +426,15 @@ class _Extraction:
                 pending.append((i, i + 2 if colored else i + 1))
                 continue
             run = self._run(i)
+            run = self._split_sequence(run, stop, frame)
             lead: list[int] = []
             while len(run) > 1 and (
                 self.lower[run[0]] in attr_nouns or self.tags[run[0]] in ADJ_TAGS
             ):
                 lead.append(run.pop(0))
             run = self._strip_boilerplate(run, boilerplate)
+            if all(k in boilerplate_pairs for k in run):
+                continue
             if self._noun_lemma(run[-1]) in stop:
                 self._promote_modifier(i)
                 continue
@@ -451,6 +477,35 @@ class _Extraction:
             if c < k and self.deps[c] == "amod":
                 self.attributes.append((c, number, self.lower[c]))
 
+    def _split_sequence(
+        self, run: list[int], stop: frozenset[str], frame: frozenset[str]
+    ) -> list[int]:
+        """Alt-text runs several noun phrases together ("large cross orange star"): a
+        colour, material or size word after a noun of the run starts a new object. The
+        objects before it are added here; the rest of the run is returned."""
+        cut = next(
+            (j for j in range(len(run) - 1, 0, -1)
+             if self._starts_phrase(run[j]) and not self._is_attribute_word(run[j - 1])
+             and self.tags[run[j - 1]] in NOUN_TAGS),
+            None,
+        )  # fmt: skip
+        if cut is None:
+            return run
+        head = run[cut - 1]
+        before = self._split_sequence(run[:cut], stop, frame)
+        while len(before) > 1 and self._is_attribute_word(before[0]):
+            before = before[1:]
+        lemma = " ".join([self.lower[k] for k in before[:-1]] + [self._noun_lemma(head)])
+        if lemma not in stop and lemma not in frame and before[0] not in self.obj_of:
+            number = len(self.objects)
+            self.objects.append((head, self.tok.span_text(before[0], head), lemma))
+            for k in before:
+                self.obj_of[k] = number
+            for k in self._left_attributes(before[0]):
+                self.claimed[k] = number
+                self.attributes.append((k, number, self.lower[k]))
+        return run[cut:]
+
     def _strip_boilerplate(self, run: list[int], boilerplate: frozenset[str]) -> list[int]:
         """Drop trailing boilerplate words of a compound ("circle clip art" -> "circle")."""
         while len(run) > 1:
@@ -491,14 +546,54 @@ class _Extraction:
         ]
         for c in list(mods):
             mods += [g for g in self.children[c] if self.deps[g] == "conj" and self._is_adj(g)]
-        for first, last in self._value_spans(sorted(mods)):
+        spans = self._value_spans(sorted(mods))
+        for first, last in spans:
             self.attributes.append((first, obj, self._value(first, last)))
+        covered = {k for first, last in spans for k in range(first, last + 1)}
+        for k in self._left_attributes(min(run)):
+            self.claimed[k] = obj
+            if k not in covered:
+                self.attributes.append((k, obj, self.lower[k]))
         if self.opts.numerals:
             for c in self.children[head]:
                 if self.deps[c] == "nummod":
                     value = NUMBER_WORDS.get(self.lower[c], self.lower[c])
                     if value.isdigit():
                         self.attributes.append((c, obj, value))
+
+    def _ends_item(self, i: int) -> bool:
+        return i + 1 >= self.n or self.tags[i + 1] in (",", ":", "CC", ".")
+
+    def _starts_phrase(self, k: int) -> bool:
+        return self.lower[k] in BASIC_COLOURS or self.lower[k] in DESCRIPTIVE_ADJECTIVES
+
+    def _is_attribute_word(self, k: int) -> bool:
+        return self.lower[k] in self.opts.attribute_nouns or self.lower[k] in DESCRIPTIVE_ADJECTIVES
+
+    def _left_attributes(self, start: int) -> list[int]:
+        """Colour, material and size words right before an object's first word: they
+        describe it, whatever the parser attached them to ("Brown triangle & ...",
+        "small brown square and purple cross")."""
+        out: list[int] = []
+        k = start - 1
+        while k >= 0 and not self.in_span[k] and k not in self.obj_of:
+            if not self._is_attribute_word(k) or self.tags[k] in NOUN_TAGS - {"NNP"}:
+                break
+            head = self.heads[k]
+            if (
+                head > start
+                and self.tags[head] in NOUN_TAGS
+                and self._noun_lemma(head) not in self.opts.stop_objects
+                and not self._separated(start, head)
+            ):
+                break  # it modifies a later noun of the same phrase ("large metal spoon")
+            out.append(k)
+            k -= 1
+        return out
+
+    def _separated(self, a: int, b: int) -> bool:
+        """A separator (punctuation, conjunction, preposition) lies between tokens a < b."""
+        return any(self.tags[k] in (",", ":", "CC", "IN", "HYPH", ".") for k in range(a + 1, b))
 
     def _punct_between(self, a: int, b: int) -> bool:
         lo, hi = min(a, b), max(a, b)

@@ -82,6 +82,12 @@ COLOURS: frozenset[str] = frozenset(
     """.split()
 )
 
+# Basic colour terms: words that are almost never the first part of a compound noun, so one
+# after a noun starts a new noun phrase in alt-text ("cross orange star").
+BASIC_COLOURS: frozenset[str] = frozenset(
+    "red orange yellow green blue purple pink brown black white grey gray".split()
+)
+
 # Words that modify a colour term into one colour value ("light blue", "dark green").
 COLOUR_SHADES: frozenset[str] = frozenset(
     """
