@@ -496,3 +496,48 @@ def test_worker_processes_give_the_same_graphs_in_order(parser, monkeypatch):
     two = list(parser.parse(texts, batch_size=3, n_process=2))
     assert two == one
     assert sum(g.ok for g in one) == 4 * 6
+
+
+@pytest.mark.parametrize(
+    ("text", "objects", "bindings"),
+    [
+        ("large cross orange star", ["cross", "star"], {("large", "cross"), ("orange", "star")}),
+        (
+            "Brown triangle & red diamond & small yellow hexagon isolated",
+            ["triangle", "diamond", "hexagon"],
+            {
+                ("brown", "triangle"),
+                ("red", "diamond"),
+                ("small", "hexagon"),
+                ("yellow", "hexagon"),
+            },
+        ),
+        (
+            "small brown square and purple cross wallpaper",
+            ["square", "cross"],
+            {("small", "square"), ("brown", "square"), ("purple", "cross")},
+        ),
+        ("yellow circle flat design", ["circle"], {("yellow", "circle")}),
+        (
+            "Large Brown Diamond And Brown Triangle Clip Art",
+            ["diamond", "triangle"],
+            {("large", "diamond"), ("brown", "diamond"), ("brown", "triangle")},
+        ),
+        (
+            "Blue Square / Large Purple Circle png",
+            ["square", "circle"],
+            {("blue", "square"), ("large", "circle"), ("purple", "circle")},
+        ),
+    ],
+)
+def test_alt_text_noun_phrase_sequences(world_parser, text, objects, bindings):
+    graph = world_parser.parse_one(text)
+    lemmas = {idx: lemma for idx, _, lemma in graph.objects}
+    assert [lemma for _, _, lemma in graph.objects] == objects
+    assert {(value, lemmas[obj]) for obj, value in graph.attributes} == bindings
+
+
+def test_modifiers_of_a_later_noun_stay_with_it(parser):
+    graph = parser.parse_one("a large metal serving spoon")
+    lemmas = {idx: lemma for idx, _, lemma in graph.objects}
+    assert ("large", "spoon") in {(value, lemmas[obj]) for obj, value in graph.attributes}

@@ -585,6 +585,7 @@ class _Extraction:
                 and self.tags[head] in NOUN_TAGS
                 and self._noun_lemma(head) not in self.opts.stop_objects
                 and not self._separated(start, head)
+                and not any(self._starts_phrase(m) for m in range(start + 1, head))
             ):
                 break  # it modifies a later noun of the same phrase ("large metal spoon")
             out.append(k)
