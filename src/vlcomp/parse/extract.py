@@ -432,9 +432,11 @@ class _Extraction:
                 self.lower[run[0]] in attr_nouns or self.tags[run[0]] in ADJ_TAGS
             ):
                 lead.append(run.pop(0))
-            run = self._strip_boilerplate(run, boilerplate)
             if all(k in boilerplate_pairs for k in run):
                 continue
+            while len(run) > 1 and run[-1] in boilerplate_pairs:
+                run = run[:-1]  # "hexagon clip art": "clip" ends the run, "art" follows
+            run = self._strip_boilerplate(run, boilerplate)
             if self._noun_lemma(run[-1]) in stop:
                 self._promote_modifier(i)
                 continue
