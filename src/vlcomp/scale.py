@@ -198,6 +198,7 @@ def run_scale(
             k: parse[k] for k in ("backend", "model", "n_process", "batch_size") if k in parse
         },  # fmt: skip
         "wall_s": wall,
+        "load_average_after": os.getloadavg()[0],
         "captions_per_s_end_to_end": measured / wall,
         "stages": stages,
         "extrapolations": {

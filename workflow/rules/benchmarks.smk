@@ -12,7 +12,9 @@ BENCHMARK_JSONS = [
 
 def bench_corpus():
     if not CORPORA:
-        raise WorkflowError("the throughput benchmarks need a corpus (config `corpora`)")
+        raise WorkflowError(
+            "the throughput benchmarks need a corpus (config `corpora`)"
+        )
     return CORPORA[0]
 
 
@@ -75,7 +77,9 @@ rule benchmark_counting:
 
 rule benchmark_scale:
     input:
-        lambda wc: [path for entry in SCALE_CORPORA.values() for path in entry["inputs"]],
+        lambda wc: [
+            path for entry in SCALE_CORPORA.values() for path in entry["inputs"]
+        ],
     output:
         "results/benchmarks/scale.json",
     log:
@@ -106,6 +110,8 @@ rule benchmark_scorers:
         "../envs/vlcomp.yaml"
     params:
         column=config["audit"]["text_column"],
+        texts=lookup("throughput/scorer_texts", within=config),
+        train_captions=lookup("throughput/scorer_train_captions", within=config),
     message:
         "Text-only scorer throughput (n-gram, tiny GPT-2, MiniLM familiarity)"
     script:

@@ -14,6 +14,9 @@ with job_log(snakemake.log[0]):
             "--train", snakemake.input.train,
             "--train-column", snakemake.params.column,
             "--eval", *map(str, sugarcrepe),
-            "--n", "5000", "--threads", "1", "--out", snakemake.output[0],
+            "--n", str(snakemake.params.texts), "--threads", "1",
+            "--out", snakemake.output[0],
+            *(["--train-limit", str(snakemake.params.train_captions)]
+              if snakemake.params.train_captions else []),
         ]
     )  # fmt: skip
