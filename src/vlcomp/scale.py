@@ -9,11 +9,11 @@ process each) and extrapolates the wall time of a corpus of N captions on P core
 The extrapolation assumes what the workflow does: one ingest job per corpus (it reads the
 corpus's files in order, so it does not spread over cores; its time scales with the
 captions), then shards of the measured size (``captions_per_shard``) parsed and counted in
-parallel, one job per core, each taking the measured mean time of a shard job (start-up
-included), then one merge: its start-up (the merge job's time less an in-process re-merge
-of the same partial tables) plus a read and sum per shard (that re-merge's time per
-partial table). Cluster queueing and file-system contention are not modelled. Run it with
-the shard size you will use.
+parallel, one job per core, each taking the measured mean CPU time of a shard job
+(start-up included; what a core of its own gives, on a busy machine too), then one merge:
+its start-up (the merge job's time less an in-process re-merge of the same partial tables)
+plus a read and sum per shard (that re-merge's time per partial table). Cluster queueing
+and file-system contention are not modelled. Run it with the shard size you will use.
 
     python -m vlcomp.scale --help
 """
@@ -98,12 +98,14 @@ def stage_numbers(work_dir: Path, corpora: Mapping[str, int]) -> dict[str, dict[
             jobs += found
             captions += n
         seconds = sum(j["s"] for j in jobs)
+        cpu = sum(j.get("cpu_time", 0.0) for j in jobs)
         out[stage] = {
             "jobs": len(jobs),
             "captions": captions,
             "job_seconds": seconds,
-            "cpu_seconds": sum(j.get("cpu_time", 0.0) for j in jobs),
+            "cpu_seconds": cpu,
             "captions_per_job_second": captions / seconds if seconds else math.inf,
+            "captions_per_cpu_second": captions / cpu if cpu else math.inf,
             "max_job_seconds": max(j["s"] for j in jobs),
             "peak_rss_mib": max(j.get("max_rss", 0.0) for j in jobs),
         }
@@ -120,8 +122,11 @@ def extrapolate(
     ``cores`` cores, in shards of the measured size (see the module docstring)."""
     shards = max(1, math.ceil(n_captions / captions_per_shard))
     waves = math.ceil(shards / cores)  # rounds of parallel shard jobs
+    # A shard job on a core of its own: its CPU seconds (its wall seconds where the record
+    # has none); the wall seconds of a run on a busy machine would overstate it.
     per_shard = {
-        s: stages[s]["job_seconds"] / max(1, stages[s]["jobs"]) for s in ("parse", "count")
+        s: (stages[s]["cpu_seconds"] or stages[s]["job_seconds"]) / max(1, stages[s]["jobs"])
+        for s in ("parse", "count")
     }
     merge = stages["merge"]
     wall = {

@@ -46,15 +46,15 @@ def test_stage_numbers_read_every_job_record(tmp_path: Path) -> None:
 def test_extrapolation_model() -> None:
     stages = {
         "ingest": {"captions_per_job_second": 100_000.0},
-        "parse": {"job_seconds": 500.0, "jobs": 2},
-        "count": {"job_seconds": 1.0, "jobs": 4},
+        "parse": {"job_seconds": 900.0, "cpu_seconds": 500.0, "jobs": 2},
+        "count": {"job_seconds": 1.0, "cpu_seconds": 0.0, "jobs": 4},
         "merge": {"startup_seconds": 1.5, "seconds_per_partial": 0.5},
     }
     wall = extrapolate(stages, n_captions=12_000_000, cores=32, captions_per_shard=500_000)
     assert wall["shards"] == 24  # 24 shards fit one wave on 32 cores
     assert wall["ingest"] == pytest.approx(120.0)  # one job reads the whole corpus
-    assert wall["parse"] == pytest.approx(250.0)  # one shard job per core, mean job time
-    assert wall["count"] == pytest.approx(0.25)
+    assert wall["parse"] == pytest.approx(250.0)  # one shard job per core, mean CPU time
+    assert wall["count"] == pytest.approx(0.25)  # no CPU time recorded: wall time
     assert wall["merge"] == pytest.approx(1.5 + 0.5 * 24)
     assert wall["total"] == pytest.approx(120 + 250 + 0.25 + 13.5)
     slower = extrapolate(stages, n_captions=12_000_000, cores=8, captions_per_shard=500_000)
