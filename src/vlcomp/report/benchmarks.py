@@ -203,6 +203,7 @@ def scale_section(result: Mapping[str, Any]) -> list[str]:
     stages = {stage: result["stages"][stage] for stage in ("ingest", "parse", "count", "merge")}
     rows = [
         [stage, f"{n['jobs']:.0f}", _rate(n["captions_per_job_second"]),
+         _rate(n.get("captions_per_cpu_second", float("nan"))),
          f"{n['max_job_seconds']:.1f}", f"{n['peak_rss_mib']:,.0f}"]
         for stage, n in stages.items()
     ]  # fmt: skip
@@ -223,11 +224,19 @@ def scale_section(result: Mapping[str, Any]) -> list[str]:
         f"{json.dumps(result['parse_settings'])}.",
         "",
         *_table(
-            ["stage", "jobs", "captions/s per job", "longest job (s)", "peak RSS per job (MiB)"],
+            [
+                "stage",
+                "jobs",
+                "captions/s per job (wall)",
+                "captions per CPU-second",
+                "longest job (s)",
+                "peak RSS per job (MiB)",
+            ],
             rows,
         ),  # fmt: skip
         "Extrapolated wall time (hours): one ingest job per corpus, then one parse and one "
-        "count job per shard on every core, then the merge; no queueing modelled.",
+        "count job per shard on every core (the measured CPU time of a shard job), then the "
+        "merge; no queueing modelled.",
         "",
         *_table(["corpus", "shards", *stages, "total"], extrapolated),
     ]
