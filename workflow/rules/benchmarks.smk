@@ -4,19 +4,6 @@
 # configured corpus; the scale run reads SCALE_CORPORA (the world's, or the corpora that
 # give n_captions). Settings: config `throughput`.
 
-BENCHMARK_JSONS = [
-    f"results/benchmarks/{name}.json"
-    for name in ("parser", "counting", "scorers", "evaluation", "scale")
-]
-
-
-def bench_corpus():
-    if not CORPORA:
-        raise WorkflowError(
-            "the throughput benchmarks need a corpus (config `corpora`)"
-        )
-    return CORPORA[0]
-
 
 rule benchmarks:
     input:

@@ -347,3 +347,19 @@ def benchmark_targets():
     if EVAL_MODELS:
         targets.append("results/metrics/summary.md")
     return targets
+
+
+# ------------------------------------------------------------------ throughput benchmarks
+
+BENCHMARK_JSONS = [
+    f"results/benchmarks/{name}.json"
+    for name in ("parser", "counting", "scorers", "evaluation", "scale")
+]
+
+
+def bench_corpus():
+    if not CORPORA:
+        raise WorkflowError(
+            "the throughput benchmarks need a corpus (config `corpora`)"
+        )
+    return CORPORA[0]
