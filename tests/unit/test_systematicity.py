@@ -617,5 +617,6 @@ def test_benchmark_runs_and_reports(world: Path, tmp_path: Path) -> None:
     print(result)
     assert result["rows"] == 1000
     assert result["captions_per_s"] > 0 and result["peak_rss_mib"] > 0
-    totals, _ = read_totals(tmp_path / "merged")
+    assert result["same_tables_as_python_loop"] and result["python_loop_rows"] == 1000
+    totals, _ = read_totals(tmp_path / "full" / "merged")
     assert totals["n_rows"] == 1000 and totals["n_not_ok"] == 10
