@@ -369,7 +369,18 @@ class _Extraction:
             return dep == "pobj" and not self.children[i]
         if tag in ADJ_TAGS and (dep in _ARGUMENT_DEPS or dep in ("ROOT", "appos", "npadvmod")):
             return any(self.deps[c] in ("det", "amod", "nummod") for c in self.children[i])
-        return False
+        # "yellow square and purple star", "blue square small red star": a noun tagged as
+        # an adjective, after a colour or size word, where a list item ends.
+        return (
+            tag in ADJ_TAGS
+            and dep == "amod"
+            and i > 0
+            and self._is_attribute_word(i - 1)
+            and not self._is_attribute_word(i)
+            and (self._ends_item(i) or self._starts_phrase(i + 1))
+            and self.lemmatizer is not None
+            and self.lemmatizer.is_noun(self.lower[i])
+        )
 
     def _is_framing(self, i: int) -> bool:
         """A frame noun in a framing position ("a picture of", "in the image", "this
@@ -543,6 +554,7 @@ class _Extraction:
             if self.deps[c] == "amod"
             and self.lower[c] != "-"
             and c not in owners
+            and c not in self.obj_of
             and not self.in_span[c]
             and not self._punct_between(c, k)
         ]
@@ -567,6 +579,8 @@ class _Extraction:
         return i + 1 >= self.n or self.tags[i + 1] in (",", ":", "CC", ".")
 
     def _starts_phrase(self, k: int) -> bool:
+        if k >= self.n:
+            return False
         return self.lower[k] in BASIC_COLOURS or self.lower[k] in DESCRIPTIVE_ADJECTIVES
 
     def _is_attribute_word(self, k: int) -> bool:
