@@ -16,6 +16,7 @@ from vlcomp.config import (  # noqa: E402
     training_corpora,
     validate_config,
 )
+from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
 try:

@@ -14,6 +14,7 @@ rule parse_shard:
         mem_mb=3000,
     params:
         parse=config["parse"],
+        rules_version=PARSER_RULES_VERSION,
     message:
         "Parsing captions of {wildcards.corpus} shard {wildcards.shard} into scene graphs"
     script:

@@ -12,8 +12,9 @@ from .backends import Backend, make_backend
 from .extract import ExtractOptions, SceneGraph, extract_graph
 from .predicates import PredicateMap, resolve_predicate_map
 
-# Bump when the extraction rules change what they produce for the same parse.
-RULES_VERSION = "1"
+# Bump when the extraction rules change what they produce for the same parse: the parse
+# rule has it as a param, so the corpora are parsed again.
+RULES_VERSION = "2"
 
 
 class CaptionParser:
