@@ -73,7 +73,7 @@ rule benchmark_scale:
         "logs/benchmarks/scale.log",
     conda:
         "../envs/vlcomp.yaml"
-    threads: workflow.cores
+    threads: lookup("throughput/scale_cores", within=config)
     params:
         corpora=SCALE_CORPORA,
         parse=config["parse"],
