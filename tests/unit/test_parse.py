@@ -524,6 +524,11 @@ def test_worker_processes_give_the_same_graphs_in_order(parser, monkeypatch):
             {("large", "diamond"), ("brown", "diamond"), ("brown", "triangle")},
         ),
         (
+            "Green heart and yellow square and purple star",
+            ["heart", "square", "star"],
+            {("green", "heart"), ("yellow", "square"), ("purple", "star")},
+        ),
+        (
             "Blue Square / Large Purple Circle png",
             ["square", "circle"],
             {("blue", "square"), ("large", "circle"), ("purple", "circle")},
