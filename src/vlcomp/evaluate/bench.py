@@ -52,6 +52,7 @@ from vlcomp.evaluate.embed import Box, EmbeddingCache, ImageRef, crop, decode_ba
 from vlcomp.evaluate.models import LoadedModel, ModelSpec, library_versions, load_model
 from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets, score_candidates
 from vlcomp.io import write_json
+from vlcomp.machine import cpu_name
 
 Log = Callable[[str], None]
 
@@ -204,17 +205,7 @@ def decode_only(loaded: LoadedModel, refs: list[ImageRef], batch_size: int, work
 def machine_info(loaded: LoadedModel) -> dict[str, Any]:
     """What the numbers were measured on."""
     device = loaded.device
-    if device.type == "cuda":
-        name = torch.cuda.get_device_name(device)
-    else:
-        name = platform.processor() or platform.machine()
-        try:
-            for line in Path("/proc/cpuinfo").read_text().splitlines():
-                if line.startswith("model name"):
-                    name = line.split(":", 1)[1].strip()
-                    break
-        except OSError:
-            pass
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     return {
         "cpu_count": os.cpu_count(),
         "cpus_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,

@@ -18,20 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from vlcomp.io import atomic_path
+from vlcomp.machine import cpu_name
 
 VERSIONED = ("spacy", "polars", "pyarrow", "numpy", "torch", "open_clip_torch", "snakemake")
 
 
 def machine() -> dict[str, Any]:
     """CPU model, cores, memory, thread settings and library versions."""
-    cpu = platform.processor() or "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     memory = None
     try:
         pages, size = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
@@ -45,7 +38,7 @@ def machine() -> dict[str, Any]:
         except metadata.PackageNotFoundError:
             versions[name] = "not installed"
     return {
-        "cpu": cpu,
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "memory_gib": memory,
         "python": platform.python_version(),
