@@ -228,3 +228,27 @@ def test_workers_run_inside_a_snakemake_script_job(checkpoint, refs, tmp_path):
     out = json.loads((tmp_path / "vectors.json").read_text())
     assert out["0"] == out["2"]
     assert len(out["2"]["failed"]) == 3
+
+
+def test_short_contexts_give_the_full_context_vectors() -> None:
+    """Each text runs at the shortest context that holds it; causal attention makes that the
+    same computation as the full context, up to float rounding."""
+    import open_clip
+
+    from vlcomp.evaluate.embed import TEXT_CONTEXTS, short_context_encoder
+
+    torch.manual_seed(0)
+    model = open_clip.create_model("ViT-B-32", pretrained=None).eval()
+    tokenizer = open_clip.get_tokenizer("ViT-B-32")
+    texts = ["a red circle!", "", "two dogs on a bench " * 6, "a cat " * 20, "a dog " * 40] * 3
+    tokens = tokenizer(texts)
+    lengths = (tokens.argmax(dim=-1) + 1).tolist()
+    assert {next((c for c in TEXT_CONTEXTS if c >= n), 77) for n in lengths} == {8, 32, 48, 77}
+    encode = short_context_encoder(model)
+    assert encode is not None
+    with torch.inference_mode():
+        full = torch.nn.functional.normalize(model.encode_text(tokens), dim=-1)
+        short = torch.nn.functional.normalize(encode(tokens), dim=-1)
+        alone = torch.nn.functional.normalize(encode(tokens[:1]), dim=-1)
+    assert (full - short).abs().max().item() < 1e-5
+    assert (short[:1] - alone).abs().max().item() < 1e-5  # a text's batch peers do not matter
