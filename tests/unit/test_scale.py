@@ -28,17 +28,23 @@ def test_scale_config_is_a_valid_workflow_config(tmp_path: Path) -> None:
 
 
 def test_stage_numbers_read_every_job_record(tmp_path: Path) -> None:
+    # Records as Snakemake's benchmark: directive writes them; the values are data, not
+    # timings of this test: what matters is that every job's record is summed per stage.
     record(tmp_path / "benchmarks/ingest/a.tsv", 10, 100, 9)
-    for shard, seconds in (("0-of-2", 40), ("1-of-2", 60)):
+    parse_records = {"0-of-2": 40, "1-of-2": 60}
+    for shard, seconds in parse_records.items():
         record(tmp_path / f"benchmarks/parse/a/{shard}.tsv", seconds, 800 + seconds, seconds)
         record(tmp_path / f"benchmarks/atoms/a/partial/{shard}.tsv", 1, 300, 1)
     record(tmp_path / "benchmarks/atoms/a/merge.tsv", 0.5, 200, 0.5)
     stages = stage_numbers(tmp_path, {"a": 1000})
+    parse = stages["parse"]
     assert list(stages) == list(STAGES)
-    assert stages["parse"]["jobs"] == 2 and stages["parse"]["job_seconds"] == 100
-    assert stages["parse"]["captions_per_job_second"] == 10
-    assert stages["parse"]["peak_rss_mib"] == 860 and stages["parse"]["max_job_seconds"] == 60
-    assert stages["ingest"]["captions_per_job_second"] == 100
+    assert parse["jobs"] == len(parse_records)
+    assert parse["job_seconds"] == sum(parse_records.values())  # summed, not averaged
+    assert parse["captions_per_job_second"] == 1000 / sum(parse_records.values())
+    assert parse["peak_rss_mib"] == 800 + max(parse_records.values())  # largest job's peak
+    assert parse["max_job_seconds"] == max(parse_records.values())
+    assert stages["ingest"]["captions_per_job_second"] == 1000 / 10
     with pytest.raises(FileNotFoundError, match="no benchmark record of ingest for b"):
         stage_numbers(tmp_path, {"a": 1000, "b": 5})
 

@@ -153,16 +153,6 @@ def scorers_section(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
-def _flat(prefix: str, value: Any, out: list[list[str]]) -> None:
-    if isinstance(value, Mapping):
-        for key, inner in value.items():
-            _flat(f"{prefix}.{key}" if prefix else str(key), inner, out)
-    elif isinstance(value, float):
-        out.append([f"`{prefix}`", f"{value:,.3f}" if abs(value) < 100 else f"{value:,.0f}"])
-    else:
-        out.append([f"`{prefix}`", f"{value}"])
-
-
 def evaluation_section(result: Mapping[str, Any]) -> list[str]:
     rate = result["items_per_s"]
     loop = rate["loop"]
