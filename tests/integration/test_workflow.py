@@ -84,7 +84,7 @@ def test_metrics_table(run_dir):
     assert table.columns[:9] == [
         "model", "benchmark", "part", "split", "family", "metric", "value", "n", "tie_policy",
     ]  # fmt: skip
-    assert set(table["model"]) == {"world_cc12m", "world_cc12m_short", "chance"}
+    assert set(table["model"]) == {"world_cc12m", "world_laion", "world_cc12m_negclip", "chance"}
     assert {"i2t_R@1", "t2i_R@1", "i2t_R@5", "t2i_R@5"} <= set(table["metric"])
     assert table["value"].is_between(0, 1).all()
     n_all = table.filter((pl.col("split") == "all") & (pl.col("metric") == "t2i_R@1"))["n"]

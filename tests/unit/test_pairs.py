@@ -449,3 +449,32 @@ def test_object_foil_from_a_large_vocabulary_is_absent() -> None:
         assert isinstance(edit, ge.Edit) and edit.text != "a thing000"
     crowded.add(item("z", "i", "", ["thing299"]))
     assert ge.replace_object("a thing000", graph, crowded, vocab, rng) == ge.NO_OBJECT_FOIL
+
+
+def test_training_negatives_follow_the_captions_and_skip_failed_parses():
+    from vlcomp.negatives.jobs import TRAINING_NEGATIVES_SCHEMA, training_negatives
+
+    graph_columns = {k: EVAL_ITEMS_SCHEMA[k] for k in ("objects", "attributes", "relations")}
+    rows = [
+        item("c2", "1", "a red circle above a blue square", ["circle", "square"],
+             [(0, "red"), (1, "blue")], [(0, "above", 1)]),
+        item("c1", "2", "a green star below a pink heart", ["star", "heart"],
+             [(0, "green"), (1, "pink")], [(0, "below", 1)]),
+        item("c3", "3", "a yellow heart left of a red cross", ["heart", "cross"],
+             [(0, "yellow"), (1, "red")], [(0, "left of", 1)]),
+    ]  # fmt: skip
+    captions = pl.DataFrame(
+        [{"caption_id": r["item_id"], "image_id": r["image_id"], "text": r["text"]} for r in rows]
+    )
+    graphs = pl.DataFrame(
+        [{"caption_id": r["item_id"], **{k: r[k] for k in graph_columns}} for r in rows],
+        schema={"caption_id": pl.String, **graph_columns},
+    ).with_columns(ok=pl.Series([True, True, False]))
+    negatives, failures = training_negatives(captions, graphs, seed=0, corpus="c")
+    assert negatives.schema == pl.Schema(TRAINING_NEGATIVES_SCHEMA)
+    assert negatives["caption_id"].unique(maintain_order=True).to_list() == ["c2", "c1"]
+    by_kind = {(f, t): n for _, f, t, n in negatives.filter(pl.col("caption_id") == "c2").rows()}
+    assert by_kind[("replace", "rel")] == "a red circle below a blue square"
+    assert by_kind[("swap", "att")] == "a blue circle above a red square"
+    # c3's parse failed: its words are in no foil vocabulary and it gets no negative.
+    assert not negatives["negative"].str.contains("yellow|cross").any()

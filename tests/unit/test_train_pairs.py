@@ -216,3 +216,52 @@ def test_train_model_job_without_usable_pairs_names_the_shards(tmp_path):
     with pytest.raises(ValueError, match=r"no usable \(image, caption\) pair.*captions-0-of-1"):
         run_job([shard], tmp_path, tmp_path / "out")
     assert not (tmp_path / "out" / "checkpoint.pt").exists()
+
+
+def test_negclip_loss_is_clip_loss_without_negatives_and_rises_with_close_ones():
+    import open_clip
+    import torch
+
+    from vlcomp.evaluate.train import negclip_loss
+
+    torch.manual_seed(0)
+    images = torch.nn.functional.normalize(torch.randn(6, 8), dim=1)
+    texts = torch.nn.functional.normalize(images + 0.3 * torch.randn(6, 8), dim=1)
+    scale = torch.tensor(10.0)
+    clip = open_clip.ClipLoss()(images, texts, scale)
+    assert negclip_loss(images, texts, texts[:0], scale) == pytest.approx(float(clip))
+    # A hard negative as close to the image as its caption makes the image side harder.
+    close = torch.nn.functional.normalize(images + 0.3 * torch.randn(6, 8), dim=1)
+    assert float(negclip_loss(images, texts, close, scale)) > float(clip) + 0.1
+
+
+def test_negclip_training_reads_the_negatives_table_and_is_reproducible(tmp_path):
+    shards, root = corpus_with_problems(tmp_path)
+    negatives = tmp_path / "negatives.parquet"
+    pl.DataFrame(
+        {
+            "caption_id": ["c0", "c0", "c1", "zz"],
+            "family": ["replace"] * 4,
+            "target": ["att"] * 4,
+            "negative": ["a blue square number 0", "a red circle number 0", "a red square", "x"],
+        }
+    ).write_parquet(negatives)
+    entry = {**MODEL_ENTRY, "train": {**MODEL_ENTRY["train"], "hard_negatives": "template"}}
+    logs: list[str] = []
+    outputs = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        paths = {n: str(out / f) for n, f in [("checkpoint", "c.pt"), ("history", "h.parquet"),
+                 ("info", "i.json"), ("rejected_out", "r.parquet")]}  # fmt: skip
+        train_model_job(
+            "tiny", entry, shards, str(root), **paths, log=logs.append,
+            hard_negatives=str(negatives),
+        )  # fmt: skip
+        outputs.append(Path(paths["checkpoint"]).read_bytes())
+    assert outputs[0] == outputs[1]
+    assert any("3 hard negatives" in m and "for 2 of 17 pairs" in m for m in logs)
+    plain = tmp_path / "plain"
+    run_job(shards, root, plain)
+    assert (plain / "checkpoint.pt").read_bytes() != outputs[0]
+    with pytest.raises(ValueError, match="hard_negatives is 'template' but no negatives table"):
+        train_model_job("tiny", entry, shards, str(root), **paths, log=logs.append)

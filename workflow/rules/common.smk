@@ -121,6 +121,18 @@ def caption_shards(corpus):
     return shard_files("results/captions/{corpus}/captions-{shard}.parquet", corpus)
 
 
+def graph_shards(corpus):
+    return shard_files("results/graphs/{corpus}/graphs-{shard}.parquet", corpus)
+
+
+def training_negatives(wildcards):
+    """The corpus's training negatives for a model trained NegCLIP-style, else nothing."""
+    train = config["models"][wildcards.model]["train"]
+    if train["hard_negatives"] == "none":
+        return {}
+    return {"negatives": f"results/negatives/training/{train['corpus']}.parquet"}
+
+
 def trained_checkpoint(model):
     if "train" in config["models"][model]:
         return f"results/models/{model}/checkpoint.pt"
@@ -248,12 +260,11 @@ def scorer_corpora(benchmark):
 
 
 def systematicity_corpora(benchmark, model):
-    """The corpora whose sets a model is evaluated on: its training corpora among the
-    benchmark's, or all of them when it was trained on none of them (or on unknown data).
-    """
+    """The corpora whose sets a model is evaluated on: every corpus of the benchmark, its
+    training corpora first (another corpus's splits are the crossover comparison's)."""
     named = BENCHMARKS[benchmark]["corpora"]
     own = [c for c in training_corpora(config, model) if c in named]
-    return own or named
+    return own + [c for c in named if c not in own]
 
 
 def evaluation_parts(benchmark, model, split_column):
@@ -347,7 +358,32 @@ def benchmark_targets():
             targets.append(f"results/stats/{name}_mcnemar.parquet")
     if EVAL_MODELS:
         targets.append("results/metrics/summary.md")
+    if crossover_tables():
+        targets.append("results/figures/crossover.png")
     return targets
+
+
+# Per-item predictions of the crossover comparison, by metric table (a data preset may add
+# tables whose splits it knows): label -> one file per model, or one file for all models.
+CROSSOVER_TABLES = {}
+
+
+def crossover_tables():
+    """The labelled prediction files the crossover compares; none unless two evaluated
+    models were trained on different corpora."""
+    if len({model_corpus(m) for m in EVAL_MODELS} - {None}) < 2:
+        return {}
+    per_model = lambda table: expand(
+        "results/metrics/{model}/{table}_predictions.parquet",
+        model=EVAL_MODELS,
+        table=table,
+    )
+    tables = {}
+    for name in benchmarks_of("crepe_systematicity", "pairs"):
+        tables[name] = per_model(name)
+        if BENCHMARKS[name]["kind"] == "crepe_systematicity":
+            tables[f"{name}_bindsplit"] = per_model(f"{name}_bindsplit")
+    return {**tables, **CROSSOVER_TABLES}
 
 
 # ------------------------------------------------------------------ throughput benchmarks

@@ -25,3 +25,23 @@ rule figure_benchmark:
         "Plotting {wildcards.table}"
     script:
         "../scripts/figure_benchmark.py"
+
+
+rule figure_crossover:
+    input:
+        "results/stats/crossover.parquet",
+    output:
+        png=report(
+            "results/figures/crossover.png",
+            category="Figures",
+            labels={"figure": "crossover: own vs other training corpus"},
+        ),
+        pdf="results/figures/crossover.pdf",
+    log:
+        "logs/figures/crossover.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "Plotting the crossover comparison"
+    script:
+        "../scripts/figure_crossover.py"

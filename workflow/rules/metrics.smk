@@ -216,6 +216,32 @@ rule significance:
         "../scripts/significance.py"
 
 
+rule crossover:
+    input:
+        lambda wc: sorted({f for files in crossover_tables().values() for f in files}),
+    output:
+        report(
+            "results/stats/crossover.parquet",
+            category="Statistics",
+            labels={"table": "crossover: own vs other training corpus"},
+        ),
+    log:
+        "logs/metrics/crossover.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        tables=crossover_tables(),
+        model_corpus={model: model_corpus(model) for model in EVAL_MODELS},
+        settings={
+            k: config["evaluate"][k] for k in ("bootstrap_resamples", "bootstrap_seed")
+        },
+        alpha=config["evaluate"]["alpha"],
+    message:
+        "Crossover: each corpus's splits, its own model against models trained elsewhere"
+    script:
+        "../scripts/crossover.py"
+
+
 rule metrics_summary:
     input:
         expand(

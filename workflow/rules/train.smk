@@ -1,5 +1,6 @@
 rule train_model:
     input:
+        unpack(training_negatives),
         captions=lambda wc: caption_shards(
             config["models"][wc.model]["train"]["corpus"]
         ),
@@ -42,3 +43,21 @@ rule model_available:
         "Checking that the weights of {wildcards.model} are in the local cache"
     script:
         "../scripts/model_available.py"
+
+
+rule training_negatives:
+    input:
+        captions=lambda wc: caption_shards(wc.corpus),
+        graphs=lambda wc: graph_shards(wc.corpus),
+    output:
+        "results/negatives/training/{corpus}.parquet",
+    log:
+        "logs/negatives/training_{corpus}.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        seed=config["negatives"]["seed"],
+    message:
+        "One-change hard negatives of {wildcards.corpus}'s training captions (NegCLIP)"
+    script:
+        "../scripts/training_negatives.py"

@@ -35,6 +35,18 @@ GOLD_GRAPHS.extend(
     else []
 )
 
+# The world knows which evaluation images hold each corpus's held-out items: the crossover
+# also compares models on those (world_heldout).
+CROSSOVER_TABLES.update(
+    {
+        f"{benchmark}_heldout": [
+            f"results/world/heldout/{benchmark}_predictions.parquet"
+        ]
+        for benchmark in benchmarks_of("pairs")
+        if eval_set_of(benchmark) in GROUND_TRUTH_SETS
+    }
+)
+
 # The scale benchmark runs on captions the world writes (world_scale_corpus).
 if WORLD:
     SCALE_CORPORA.clear()

@@ -16,4 +16,5 @@ with job_log(snakemake.log[0]) as log:
         info=snakemake.output.info,
         rejected_out=snakemake.output.rejected,
         log=log,
+        hard_negatives=snakemake.input.get("negatives"),
     )

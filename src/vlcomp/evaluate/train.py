@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import open_clip
 import polars as pl
 import torch
@@ -54,6 +55,7 @@ class TrainSettings:
     warmup_steps: int
     seed: int
     threads: int
+    hard_negatives: str = "none"
 
     @staticmethod
     def from_config(entry: dict[str, Any]) -> TrainSettings:
@@ -65,6 +67,7 @@ class TrainSettings:
             warmup_steps=entry["warmup_steps"],
             seed=entry["seed"],
             threads=entry["threads"],
+            hard_negatives=entry.get("hard_negatives", "none"),
         )
 
 
@@ -227,17 +230,53 @@ def cosine_lr(step: int, total: int, base: float, warmup: int) -> float:
     return 0.5 * base * (1.0 + math.cos(math.pi * progress))
 
 
+def negclip_loss(
+    image_features: torch.Tensor,
+    text_features: torch.Tensor,
+    negative_features: torch.Tensor,
+    logit_scale: torch.Tensor,
+) -> torch.Tensor:
+    """NegCLIP's contrastive loss: image -> text over the batch's captions *and* its hard
+    negative texts (B x (B + m) logits), text -> image over the batch's images as in CLIP;
+    the mean of the two cross-entropies. Features are L2-normalised."""
+    labels = torch.arange(image_features.shape[0])
+    texts = torch.cat([text_features, negative_features])
+    per_image = logit_scale * image_features @ texts.T
+    per_text = logit_scale * text_features @ image_features.T
+    return (
+        torch.nn.functional.cross_entropy(per_image, labels)
+        + torch.nn.functional.cross_entropy(per_text, labels)
+    ) / 2
+
+
+def _negative_rows(
+    negatives: Sequence[Sequence[str]], tokenizer: Callable[[list[str]], torch.Tensor]
+) -> tuple[torch.Tensor, list[list[int]]]:
+    """All hard negative texts tokenised once, and per pair the rows of its negatives."""
+    texts: list[str] = []
+    rows: list[list[int]] = []
+    for options in negatives:
+        rows.append(list(range(len(texts), len(texts) + len(options))))
+        texts.extend(options)
+    tokens = tokenizer(texts) if texts else torch.empty(0, dtype=torch.long)
+    return tokens, rows
+
+
 def train_clip(
     arch: str,
     pairs: pl.DataFrame,
     settings: TrainSettings,
     log: Callable[[str], None] = print,
     on_unreadable: Callable[[int, str], None] | None = None,
+    negatives: Sequence[Sequence[str]] | None = None,
 ) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
     """Train ``arch`` from scratch on (image, text) pairs; return weights and per-epoch loss.
 
     An image that fails to decode raises, unless ``on_unreadable`` is given: then its pairs
     are left out before training starts and ``on_unreadable(row, message)`` is called.
+    ``negatives`` (NegCLIP-style training, one list per pair, possibly empty): in every step
+    each pair with hard negatives contributes one of them, drawn from a seeded generator, to
+    the batch's texts (``negclip_loss``); without it the loss is CLIP's.
     """
     _models.check_architecture(arch)
     torch.manual_seed(settings.seed)
@@ -256,6 +295,10 @@ def train_clip(
         pairs["image"].to_list(), preprocess, unreadable if on_unreadable is not None else None
     )
     texts = [text for row, text in enumerate(pairs["text"].to_list()) if row not in failed]
+    if negatives is not None:
+        if len(negatives) != pairs.height:
+            raise ValueError(f"{len(negatives)} negative lists for {pairs.height} pairs")
+        negatives = [options for row, options in enumerate(negatives) if row not in failed]
     n = len(texts)
     if n < settings.batch_size:
         raise ValueError(
@@ -269,6 +312,9 @@ def train_clip(
     )
     loss_fn = open_clip.ClipLoss()
     order_rng = torch.Generator().manual_seed(settings.seed)
+    if negatives is not None:
+        negative_tokens, negative_rows = _negative_rows(negatives, tokenizer)
+        negative_rng = np.random.default_rng([settings.seed, 1])
     history = []
     step = 0
     model.train()
@@ -281,7 +327,20 @@ def train_clip(
             for group in optimizer.param_groups:
                 group["lr"] = cosine_lr(step, total_steps, settings.lr, settings.warmup_steps)
             image_features, text_features, logit_scale = model(images[idx], tokens[idx])
-            loss = loss_fn(image_features, text_features, logit_scale)
+            if negatives is None:
+                loss = loss_fn(image_features, text_features, logit_scale)
+            else:
+                picked = [
+                    options[int(negative_rng.integers(len(options)))]
+                    for options in (negative_rows[i] for i in idx.tolist())
+                    if options
+                ]
+                negative_features = (
+                    model.encode_text(negative_tokens[picked], normalize=True)
+                    if picked
+                    else text_features[:0]
+                )
+                loss = negclip_loss(image_features, text_features, negative_features, logit_scale)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
@@ -316,11 +375,19 @@ def train_model_job(
     info: str,
     rejected_out: str,
     log: Callable[[str], None] = print,
+    hard_negatives: str | None = None,
 ) -> None:
     """Train ``models.<model_key>`` on a corpus's caption shards; write its checkpoint, loss
-    history, info.json and the captions it could not train on (``rejected_out``)."""
+    history, info.json and the captions it could not train on (``rejected_out``).
+    ``hard_negatives``: the corpus's training negatives table (caption_id, negative; the
+    ``negatives`` stage writes it) when the train block asks for NegCLIP-style training."""
     arch = model_entry["open_clip"]
     settings = TrainSettings.from_config(model_entry["train"])
+    if (settings.hard_negatives != "none") != (hard_negatives is not None):
+        raise ValueError(
+            f"models.{model_key}: train.hard_negatives is {settings.hard_negatives!r} but "
+            f"{'no' if hard_negatives is None else 'a'} negatives table was given"
+        )
     pairs, rejected = _pairs_with_ids(caption_shards, images_root)
     shards = ", ".join(str(s) for s in caption_shards) or "(no shards)"
     if pairs.height == 0:
@@ -339,10 +406,19 @@ def train_model_job(
         unreadable.append(row)
         log(f"{pairs['image'][row]}: {IMAGE_UNREADABLE}: {message}")
 
+    negatives = None
+    if hard_negatives is not None:
+        negatives = _negatives_per_pair(pairs, hard_negatives)
+        covered = sum(1 for options in negatives if options)
+        log(
+            f"NegCLIP-style training: {sum(map(len, negatives))} hard negatives from "
+            f"{hard_negatives} for {covered} of {pairs.height} pairs"
+        )
     try:
         state, losses = train_clip(
-            arch, pairs.drop("image_id"), settings, log, on_unreadable=record
-        )
+            arch, pairs.drop("image_id"), settings, log, on_unreadable=record,
+            negatives=negatives,
+        )  # fmt: skip
     except ValueError as error:
         raise ValueError(f"models.{model_key}: caption shards {shards}: {error}") from error
     if unreadable:
@@ -370,6 +446,15 @@ def train_model_job(
         },
         info,
     )
+
+
+def _negatives_per_pair(pairs: pl.DataFrame, table: str) -> list[list[str]]:
+    """Each pair's hard negative texts, in the table's order (an empty list: none)."""
+    negatives = pl.read_parquet(table, columns=["caption_id", "negative"])
+    by_caption: dict[str, list[str]] = {}
+    for caption_id, text in negatives.iter_rows():
+        by_caption.setdefault(caption_id, []).append(text)
+    return [by_caption.get(caption_id, []) for caption_id in pairs["caption_id"].to_list()]
 
 
 def _reason_counts(rejected: pl.DataFrame) -> dict[str, int]:

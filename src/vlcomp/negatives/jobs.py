@@ -81,3 +81,75 @@ def productivity_job(
     )
     for row in summary.iter_rows(named=True):
         log(str(row))
+
+
+TRAINING_NEGATIVES_SCHEMA: dict[str, pl.DataType] = {
+    "caption_id": pl.String,
+    "family": pl.String,
+    "target": pl.String,
+    "negative": pl.String,
+}
+
+
+def training_negatives(
+    captions: pl.DataFrame, graphs: pl.DataFrame, seed: int, corpus: str
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """One-change hard negatives of training captions (NegCLIP-style training), by the same
+    template generator as the pair benchmarks (``template_pairs``): each caption with its
+    parsed graph is an item, and what an image contains is the union of its captions'
+    graphs. Returns (caption_id, family, target, negative) rows in caption order and failure
+    counts by reason. Captions whose parse failed get no negative."""
+    parsed = graphs.filter(pl.col("ok").fill_null(False)).select(
+        "caption_id", "objects", "attributes", "relations"
+    )
+    items = (
+        captions.select("caption_id", "image_id", "text")
+        .join(parsed, on="caption_id", how="inner", maintain_order="left")
+        .with_columns(
+            item_id=pl.col("caption_id"),
+            source=pl.lit(corpus),
+            image_id=pl.col("image_id").cast(pl.String),
+            region_id=pl.lit(None, pl.String),
+            **{c: pl.lit(None, pl.Int64) for c in ("x", "y", "width", "height")},
+        )
+    )
+    candidates, failures = template_pairs(items, seed, benchmark=f"training:{corpus}")
+    negatives = candidates.filter(~pl.col("is_positive")).select(
+        caption_id=pl.col("item_id").str.replace(r"/[^/]*$", ""),
+        family="family",
+        target="target",
+        negative="text",
+    )
+    order = captions.select("caption_id").with_row_index("row")
+    negatives = (
+        negatives.join(order, on="caption_id", how="left")
+        .sort("row", "family", "target", maintain_order=True)
+        .drop("row")
+    )
+    columns = [pl.col(c).cast(t) for c, t in TRAINING_NEGATIVES_SCHEMA.items()]
+    return negatives.select(columns), failures
+
+
+def training_negatives_job(
+    caption_shards: list[str],
+    graph_shards: list[str],
+    seed: int,
+    corpus: str,
+    out: str,
+    log: Log = print,
+) -> None:
+    """Hard negatives of a corpus's training captions (``training_negatives``)."""
+    captions = pl.concat([pl.read_parquet(s) for s in caption_shards], how="diagonal_relaxed")
+    graphs = pl.concat([pl.read_parquet(s) for s in graph_shards], how="diagonal_relaxed")
+    negatives, failures = training_negatives(captions, graphs, seed, corpus)
+    write_parquet(
+        negatives, out, metadata={"seed": str(seed), "corpus": corpus, "generator": GENERATOR}
+    )
+    covered = negatives["caption_id"].n_unique()
+    log(f"{corpus}: {negatives.height} hard negatives for {covered} of {captions.height} captions")
+    for (family, target), n in sorted(
+        negatives.group_by("family", "target").len().rows_by_key(["family", "target"]).items()
+    ):
+        log(f"  {family}/{target}: {n[0][0]}")
+    for reason, count in failures.iter_rows():
+        log(f"  no edit: {reason}: {count}")

@@ -208,3 +208,64 @@ def plot_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) -> Non
     """i2t and t2i Recall@K (x) per split (bars), one panel per model."""
     table = _read(metrics, pl.col("metric").str.contains(r"^(i2t|t2i)_R@\d+$"), "Recall@K")
     save_figure(retrieval_figure(table), png, pdf)
+
+
+# --------------------------------------------------------------------------- crossover
+
+
+def crossover_figure(table: pl.DataFrame) -> plt.Figure:
+    """One panel per (metric table, corpus): per split, the own model's accuracy minus the
+    other model's on identical items (``vlcomp.evaluate.crossover``), with its paired
+    bootstrap interval; filled markers are significant after Benjamini-Hochberg."""
+    rows = table.filter(pl.col("family") == "all")
+    panels = rows.select("table", "corpus").unique().sort("table", "corpus").rows()
+    n_cols = len({corpus for _, corpus in panels}) or 1
+    n_rows = max(1, -(-len(panels) // n_cols))
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.6 * n_cols, 2.9 * n_rows), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.axis("off")
+    for ax, (label, corpus) in zip(axes.flat, panels, strict=False):
+        cell = rows.filter((pl.col("table") == label) & (pl.col("corpus") == corpus))
+        splits = _ordered_splits(cell)
+        pairs = cell.select("model_own", "model_other").unique().sort("*").rows()
+        width = 0.8 / max(1, len(pairs))
+        for k, (own, other) in enumerate(pairs):
+            mine = cell.filter((pl.col("model_own") == own) & (pl.col("model_other") == other))
+            for x, split in enumerate(splits):
+                point = mine.filter(pl.col("split") == split)
+                if point.height == 0:
+                    continue
+                r = point.row(0, named=True)
+                xpos = x - 0.4 + width * (k + 0.5)
+                colour = f"C{k}"
+                ax.errorbar(
+                    [xpos], [r["delta"]],
+                    yerr=[[r["delta"] - r["delta_low"]], [r["delta_high"] - r["delta"]]],
+                    fmt="o", color=colour, markerfacecolor=colour if r["significant"] else "white",
+                    capsize=3, label=f"{own} − {other}" if x == 0 else None,
+                )  # fmt: skip
+                ax.annotate(
+                    f"n={r['n']}", (xpos, r["delta_high"]), textcoords="offset points",
+                    xytext=(0, 3), ha="center", fontsize=6,
+                )  # fmt: skip
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_xticks(range(len(splits)), splits)
+        ax.set_xlim(-0.6, len(splits) - 0.4)
+        ax.set_ylabel("accuracy own − other")
+        ax.set_title(f"{label}: splits of {corpus}", fontsize=9)
+        ax.legend(fontsize=6, loc="lower left")
+    fig.suptitle(
+        "Crossover: the model trained on a corpus vs a model trained on another, on the "
+        "corpus's own splits\n(filled: McNemar mid-p significant after BH; bars: paired "
+        "bootstrap interval)",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig
+
+
+def plot_crossover(crossover: str | Path, png: str | Path, pdf: str | Path) -> None:
+    table = pl.read_parquet(crossover)
+    if table.height == 0:
+        raise ValueError(f"{crossover}: no crossover comparison to plot")
+    save_figure(crossover_figure(table), png, pdf)
