@@ -360,7 +360,30 @@ def benchmark_targets():
         targets.append("results/metrics/summary.md")
     if crossover_tables():
         targets.append("results/figures/crossover.png")
+    if EVAL_MODELS:
+        targets += [
+            f"results/stats/{table}_composition.md" for table in COMPOSITION_TABLES
+        ]
     return targets
+
+
+# Metric tables whose items come from eval items with scene graphs: split composition.
+COMPOSITION_TABLES = [
+    *benchmarks_of("pairs"),
+    *benchmarks_of("crepe_systematicity"),
+    *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
+]
+
+
+def table_benchmark(table):
+    """The benchmark of a metric table (a systematicity benchmark's BindSplit table too)."""
+    return table.removesuffix("_bindsplit") if table not in BENCHMARKS else table
+
+
+def composition_boxes(table):
+    """The boxes / regions table of each part of a benchmark (label "" without parts)."""
+    parts = evaluation_parts(table_benchmark(table), EVAL_MODELS[0], "split")
+    return {part["label"] or "": part["boxes"] for part in parts}
 
 
 # Per-item predictions of the crossover comparison, by metric table (a data preset may add

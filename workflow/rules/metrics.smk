@@ -242,6 +242,39 @@ rule crossover:
         "../scripts/crossover.py"
 
 
+rule split_composition:
+    input:
+        predictions=expand(
+            "results/metrics/{model}/{{table}}_predictions.parquet", model=EVAL_MODELS
+        ),
+        eval_items=lambda wc: f"results/eval_sets/{eval_set_of(table_benchmark(wc.table))}/items.parquet",
+        boxes=lambda wc: list(composition_boxes(wc.table).values()),
+    output:
+        composition="results/stats/{table}_composition.parquet",
+        matched="results/stats/{table}_matched.parquet",
+        markdown=report(
+            "results/stats/{table}_composition.md",
+            category="Statistics",
+            labels={
+                "table": "split composition and matched contrasts",
+                "benchmark": "{table}",
+            },
+        ),
+    log:
+        "logs/metrics/composition_{table}.log",
+    wildcard_constraints:
+        table=names_re(COMPOSITION_TABLES),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        boxes=lambda wc: composition_boxes(wc.table),
+    message:
+        "What the splits of {wildcards.table} are made of, and its split contrasts on "
+        "matched items"
+    script:
+        "../scripts/split_composition.py"
+
+
 rule metrics_summary:
     input:
         expand(

@@ -1,0 +1,281 @@
+"""What the items of each split are made of, and split contrasts on matched items.
+
+A split contrast (CREPE's SC vs UC, BindSplit's seen vs unseen) compares different items:
+an unseen compound comes with its own atoms, region sizes and caption lengths, and a model
+that finds those atoms easy scores higher on "unseen" for reasons that have nothing to do
+with novelty. This module describes each split's items and repeats the contrast on items
+matched by what they contain.
+
+Every benchmark item comes from one evaluation item (``eval_item_id`` of the benchmark's
+boxes / regions table) whose scene graph says what it holds. Per (model, part, split):
+- composition: items, accuracy, mean objects, relations and words of the positive text,
+  mean region area, and the share of items stating each atom (object lemma, attribute
+  value, predicate);
+- matched contrasts: each split against the reference split (the first of SC, seen,
+  held_in present), raw and within strata of (negative type, object lemmas) and of
+  (negative type, attribute values): the reference's accuracy is standardised to the
+  split's strata (each stratum weighted by the split's items in it), over the strata both
+  splits have; ``coverage`` is the share of the split's items in such strata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from vlcomp.evaluate.stats import split_order
+from vlcomp.io import write_parquet, write_with
+
+Log = Callable[[str], None]
+
+REFERENCE_SPLITS = ("SC", "seen", "held_in")
+MATCHINGS = ("none", "objects", "attributes")
+
+COMPOSITION_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String,
+    "part": pl.String,
+    "split": pl.String,
+    "n": pl.Int64,
+    "accuracy": pl.Float64,
+    "objects": pl.Float64,  # mean objects per item's graph
+    "relations": pl.Float64,
+    "words": pl.Float64,  # of the eval item's text
+    "area": pl.Float64,  # mean region area in pixels (null: whole images)
+}
+ATOM_SHARES_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String,
+    "part": pl.String,
+    "split": pl.String,
+    "kind": pl.String,  # object, attribute, predicate
+    "atom": pl.String,
+    "share": pl.Float64,  # of the split's items whose graph states the atom
+}
+MATCHED_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String,
+    "part": pl.String,
+    "split": pl.String,
+    "reference": pl.String,
+    "matched_on": pl.String,  # none, objects, attributes
+    "n": pl.Int64,  # the split's items in strata the reference also has
+    "n_reference": pl.Int64,
+    "coverage": pl.Float64,  # n / the split's items
+    "accuracy": pl.Float64,
+    "accuracy_reference": pl.Float64,  # standardised to the split's strata
+    "gap": pl.Float64,  # accuracy - accuracy_reference
+}
+
+
+def item_features(items: pl.DataFrame, boxes: pl.DataFrame) -> pl.DataFrame:
+    """Per benchmark item (part, item_id): its eval item's graph summarised."""
+    lemmas = pl.col("objects").list.eval(pl.element().struct.field("lemma"))
+    values = pl.col("attributes").list.eval(pl.element().struct.field("value"))
+    predicates = pl.col("relations").list.eval(pl.element().struct.field("pred"))
+    graphs = items.select(
+        eval_item_id="item_id",
+        n_objects=pl.col("objects").list.len(),
+        n_relations=pl.col("relations").list.len(),
+        words=pl.col("text").str.split(" ").list.len(),
+        area=pl.col("width") * pl.col("height"),
+        object_atoms=lemmas.list.unique().list.sort(),
+        attribute_atoms=values.list.unique().list.sort(),
+        predicate_atoms=predicates.list.unique().list.sort(),
+        objects_key=lemmas.list.sort().list.join("|"),
+        attributes_key=values.list.unique().list.sort().list.join("|"),
+    )
+    return boxes.select("part", "item_id", "eval_item_id").join(
+        graphs, on="eval_item_id", how="left"
+    )
+
+
+def composition_tables(
+    predictions: pl.DataFrame, features: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """(composition, atom shares, matched contrasts) of per-item predictions."""
+    frame = predictions.with_columns(pl.col("part").fill_null("")).join(
+        features.with_columns(pl.col("part").fill_null("")), on=["part", "item_id"], how="left"
+    )
+    missing = frame.filter(pl.col("eval_item_id").is_null())
+    if missing.height:
+        raise ValueError(
+            f"{missing.height} predicted items have no eval item, e.g. {missing['item_id'][0]}"
+        )
+    keys = ["model", "part", "split"]
+    composition = (
+        frame.group_by(keys)
+        .agg(
+            n=pl.len(),
+            accuracy=pl.col("correct").mean(),
+            objects=pl.col("n_objects").mean(),
+            relations=pl.col("n_relations").mean(),
+            words=pl.col("words").mean(),
+            area=pl.col("area").mean(),
+        )
+        .sort(keys)
+    )
+    shares = []
+    for kind, column in (
+        ("object", "object_atoms"),
+        ("attribute", "attribute_atoms"),
+        ("predicate", "predicate_atoms"),
+    ):
+        n = frame.group_by(keys).len("total")
+        counted = (
+            frame.select(*keys, atom=column)
+            .explode("atom")
+            .drop_nulls("atom")
+            .group_by(*keys, "atom")
+            .len("count")
+        )
+        shares.append(
+            counted.join(n, on=keys).select(
+                *keys, kind=pl.lit(kind), atom="atom", share=pl.col("count") / pl.col("total")
+            )
+        )
+    atom_shares = pl.concat(shares).sort(*keys, "kind", "share", "atom", descending=[
+        False, False, False, False, True, False
+    ])  # fmt: skip
+    matched = _matched(frame)
+    return (
+        _cast(composition.with_columns(pl.col("part").replace("", None)), COMPOSITION_SCHEMA),
+        _cast(atom_shares.with_columns(pl.col("part").replace("", None)), ATOM_SHARES_SCHEMA),
+        _cast(matched, MATCHED_SCHEMA),
+    )
+
+
+def _cast(frame: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataFrame:
+    return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
+
+
+def _matched(frame: pl.DataFrame) -> pl.DataFrame:
+    rows: list[dict[str, object]] = []
+    for (model, part), cell in sorted(frame.group_by(["model", "part"]), key=lambda g: g[0]):
+        splits = split_order(cell["split"].drop_nulls().to_list())
+        reference = next((s for s in REFERENCE_SPLITS if s in splits), None)
+        if reference is None:
+            continue
+        ref = cell.filter(pl.col("split") == reference)
+        for split in splits:
+            if split == reference:
+                continue
+            mine = cell.filter(pl.col("split") == split)
+            for matched_on in MATCHINGS:
+                strata = ["family"] + ([] if matched_on == "none" else [f"{matched_on}_key"])
+                a = mine.group_by(strata).agg(n=pl.len(), acc=pl.col("correct").mean())
+                b = ref.group_by(strata).agg(n_ref=pl.len(), acc_ref=pl.col("correct").mean())
+                both = a.join(b, on=strata, how="inner")
+                n = int(both["n"].sum()) if both.height else 0
+                if n == 0:
+                    continue
+                accuracy = float((both["acc"] * both["n"]).sum() / n)
+                standardised = float((both["acc_ref"] * both["n"]).sum() / n)
+                rows.append(
+                    {
+                        "model": model, "part": part or None, "split": split,
+                        "reference": reference, "matched_on": matched_on, "n": n,
+                        "n_reference": int(both["n_ref"].sum()),
+                        "coverage": n / mine.height, "accuracy": accuracy,
+                        "accuracy_reference": standardised, "gap": accuracy - standardised,
+                    }
+                )  # fmt: skip
+    return pl.DataFrame(rows, schema=MATCHED_SCHEMA)
+
+
+def composition_markdown(
+    benchmark: str,
+    composition: pl.DataFrame,
+    atom_shares: pl.DataFrame,
+    matched: pl.DataFrame,
+    top_atoms: int = 6,
+) -> str:
+    """The three tables as Markdown, one section per (model, part)."""
+    lines = [
+        f"# What the splits of {benchmark} are made of",
+        "",
+        "Accuracy: R@1 or pair accuracy per benchmark item (a tie counts as wrong). Matched: "
+        "the reference split's accuracy standardised to the split's strata of (negative "
+        "type, object lemmas) or (negative type, attribute values), over the strata both "
+        "splits have.",
+    ]
+    for (model, part), comp in sorted(
+        composition.with_columns(pl.col("part").fill_null("")).group_by(["model", "part"]),
+        key=lambda g: g[0],
+    ):
+        where = (pl.col("model") == model) & (pl.col("part").fill_null("") == part)
+        lines += ["", f"## {model}" + (f" on the splits of {part}" if part else ""), ""]
+        lines += [
+            "| split | items | accuracy | objects | relations | words | area | most stated |",
+            "|---|---:|---:|---:|---:|---:|---:|---|",
+        ]
+        order = split_order(comp["split"].drop_nulls().to_list())
+        for split in order:
+            row = comp.filter(pl.col("split") == split).row(0, named=True)
+            top = atom_shares.filter(where & (pl.col("split") == split)).filter(
+                pl.col("kind") != "predicate"
+            )
+            stated = ", ".join(
+                f"{a} {s:.0%}"
+                for a, s in top.sort("share", "atom", descending=[True, False])
+                .head(top_atoms)
+                .select("atom", "share")
+                .rows()
+            )
+            area = "" if row["area"] is None else f"{row['area']:.0f}"
+            lines.append(
+                f"| {split} | {row['n']} | {row['accuracy']:.3f} | {row['objects']:.2f} | "
+                f"{row['relations']:.2f} | {row['words']:.1f} | {area} | {stated} |"
+            )
+        cell = matched.filter(where)
+        if cell.height:
+            lines += [
+                "",
+                "| split vs reference | matched on | items | coverage | accuracy | reference "
+                "| gap |",
+                "|---|---|---:|---:|---:|---:|---:|",
+            ]
+            for row in cell.iter_rows(named=True):
+                lines.append(
+                    f"| {row['split']} vs {row['reference']} | {row['matched_on']} | {row['n']} "
+                    f"| {row['coverage']:.0%} | {row['accuracy']:.3f} | "
+                    f"{row['accuracy_reference']:.3f} | {row['gap']:+.3f} |"
+                )
+    return "\n".join(lines) + "\n"
+
+
+def composition_job(
+    predictions: Sequence[str | Path],
+    items: str | Path,
+    boxes: Mapping[str, str | Path],
+    benchmark: str,
+    composition_out: str | Path,
+    matched_out: str | Path,
+    markdown_out: str | Path,
+    log: Log = print,
+) -> None:
+    """Job: per-item predictions of one benchmark (one file per model), the eval items and
+    the benchmark's boxes / regions per part (``""``: a benchmark without parts) -> the
+    composition table (with the atom shares as ``kind``/``atom`` rows in the Markdown), the
+    matched contrasts and a Markdown report."""
+    eval_items = pl.read_parquet(items)
+    features = pl.concat(
+        [
+            item_features(
+                eval_items,
+                pl.read_parquet(path).with_columns(part=pl.lit(part or None, pl.String)),
+            )
+            for part, path in boxes.items()
+        ]
+    )
+    frame = pl.concat([pl.read_parquet(p) for p in predictions], how="diagonal_relaxed")
+    composition, atom_shares, matched = composition_tables(frame, features)
+    write_parquet(composition, composition_out, metadata={"benchmark": benchmark})
+    write_parquet(matched, matched_out, metadata={"benchmark": benchmark})
+    report = composition_markdown(benchmark, composition, atom_shares, matched)
+    write_with(markdown_out, lambda tmp: tmp.write_text(report))
+    for row in matched.filter(pl.col("matched_on") != "attributes").iter_rows(named=True):
+        log(
+            f"{row['model']} {row['part'] or ''} {row['split']} vs {row['reference']} "
+            f"(matched on {row['matched_on']}, {row['coverage']:.0%} of items): "
+            f"{row['accuracy']:.3f} vs {row['accuracy_reference']:.3f} ({row['gap']:+.3f})"
+        )

@@ -1,0 +1,85 @@
+"""Split composition and matched split contrasts."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from vlcomp.contracts import EVAL_ITEMS_SCHEMA
+from vlcomp.evaluate.composition import composition_job, composition_tables, item_features
+
+
+def _eval_item(item_id, text, lemmas, values, relations=()):
+    return {
+        "item_id": item_id, "source": "vg_regions", "image_id": "1", "region_id": item_id,
+        "text": text, "x": 0, "y": 0, "width": 10, "height": 20,
+        "objects": [{"idx": i, "name": n, "lemma": n} for i, n in enumerate(lemmas)],
+        "attributes": [{"obj": o, "value": v} for o, v in values],
+        "relations": [{"subj": s, "pred": p, "obj": o} for s, p, o in relations],
+    }  # fmt: skip
+
+
+def _fixture():
+    # Circles are easy, stars hard; "unseen" items are mostly circles.
+    items, boxes, predictions = [], [], []
+    plan = [  # (split, lemma, correct) per item
+        *[("seen", "circle", k < 9) for k in range(10)],
+        *[("seen", "star", k < 3) for k in range(30)],
+        *[("unseen", "circle", k < 18) for k in range(20)],
+        *[("unseen", "star", k < 1) for k in range(4)],
+    ]
+    for k, (split, lemma, correct) in enumerate(plan):
+        eid = f"e{k}"
+        items.append(
+            _eval_item(eid, f"a red {lemma} above a blue square", [lemma, "square"],
+                       [(0, "red"), (1, "blue")], [(0, "above", 1)])
+        )  # fmt: skip
+        boxes.append({"item_id": f"{eid}/x", "eval_item_id": eid})
+        predictions.append(
+            {"model": "m", "part": "c", "item_id": f"{eid}/x", "family": "comp_att",
+             "split": split, "correct": correct}
+        )  # fmt: skip
+    return (
+        pl.DataFrame(items, schema=EVAL_ITEMS_SCHEMA),
+        pl.DataFrame(boxes).with_columns(part=pl.lit("c")),
+        pl.DataFrame(predictions),
+    )
+
+
+def test_matching_on_objects_removes_a_composition_gap():
+    items, boxes, predictions = _fixture()
+    composition, shares, matched = composition_tables(predictions, item_features(items, boxes))
+    unseen = composition.filter(pl.col("split") == "unseen").row(0, named=True)
+    assert unseen["n"] == 24 and unseen["accuracy"] == pytest.approx(19 / 24)
+    assert unseen["objects"] == 2 and unseen["relations"] == 1 and unseen["words"] == 7
+    assert unseen["area"] == 200
+    circle = shares.filter(
+        (pl.col("split") == "unseen") & (pl.col("kind") == "object") & (pl.col("atom") == "circle")
+    )
+    assert circle["share"].to_list() == [pytest.approx(20 / 24)]
+    raw = matched.filter(pl.col("matched_on") == "none").row(0, named=True)
+    by_objects = matched.filter(pl.col("matched_on") == "objects").row(0, named=True)
+    assert raw["reference"] == "seen" and raw["gap"] == pytest.approx(19 / 24 - 12 / 40)
+    # Standardised to the unseen split's objects: seen circles 0.9, seen stars 0.1.
+    assert by_objects["accuracy_reference"] == pytest.approx((20 * 0.9 + 4 * 0.1) / 24)
+    assert abs(by_objects["gap"]) < 0.05 and by_objects["coverage"] == 1.0
+
+
+def test_job_writes_tables_and_report_and_names_unmatched_items(tmp_path):
+    items, boxes, predictions = _fixture()
+    items.write_parquet(tmp_path / "items.parquet")
+    boxes.drop("part").write_parquet(tmp_path / "regions.parquet")
+    predictions.write_parquet(tmp_path / "p.parquet")
+    out = {k: tmp_path / f"{k}.out" for k in ("composition_out", "matched_out", "markdown_out")}
+    composition_job(
+        [tmp_path / "p.parquet"], tmp_path / "items.parquet", {"c": tmp_path / "regions.parquet"},
+        "bench", **out, log=lambda m: None,
+    )  # fmt: skip
+    report = out["markdown_out"].read_text()
+    assert "## m on the splits of c" in report and "| unseen vs seen | objects |" in report
+    predictions.with_columns(part=pl.lit("other")).write_parquet(tmp_path / "p.parquet")
+    with pytest.raises(ValueError, match="have no eval item, e.g. e0/x"):
+        composition_job(
+            [tmp_path / "p.parquet"], tmp_path / "items.parquet",
+            {"c": tmp_path / "regions.parquet"}, "bench", **out,
+        )  # fmt: skip
