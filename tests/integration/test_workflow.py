@@ -149,8 +149,12 @@ def test_changing_one_corpus_reruns_only_its_chain(run_dir, tmp_path):
     pending = pending_outputs(run_dir, path)
     assert ("world_corpus", "results/world/corpora/laion") in pending
     assert ("train_scorer", "results/scorers/laion/ngram.parquet") in pending
-    # Everything else that reruns is laion's; the parser is also scored on laion's gold graphs.
-    others = [(r, o) for r, o in pending if "laion" not in o and r != "parser_quality"]
+    assert ("train_model", "results/models/world_laion/checkpoint.pt") in pending
+    # Nothing of cc12m's chain reruns. (Every model is scored on laion's splits too, and
+    # tables over all models are collected again.)
+    chain = {"world_corpus", "ingest_cc12m", "parse_shard", "count_shard", "merge_counts",
+             "train_scorer", "train_model", "training_negatives", "assign_splits"}  # fmt: skip
+    others = [(r, o) for r, o in pending if "cc12m" in o and r in chain]
     assert not others, others
     print(f"{len({r for r, _ in pending})} rules, {len(pending)} outputs rerun: {sorted(pending)}")
 
@@ -285,3 +289,27 @@ def test_productivity_and_statistics(run_dir):
     assert "crepe_systematicity" in summary and "crepe_productivity" in summary
     systematicity = pl.read_parquet(results / "metrics/crepe_systematicity.parquet")
     assert {"SC", "UC", "UA"} & set(systematicity["split"])
+
+
+def test_crossover_negclip_and_composition(run_dir):
+    results = run_dir / "results"
+    crossover = pl.read_parquet(results / "stats/crossover.parquet")
+    assert {
+        "crepe_systematicity",
+        "crepe_systematicity_bindsplit",
+        "pairs",
+        "pairs_heldout",
+    } <= set(crossover["table"])
+    own = crossover.filter((pl.col("corpus") == "cc12m") & (pl.col("model_own") == "world_cc12m"))
+    assert set(own["model_other"]) == {"world_laion"}  # the NegCLIP model shares cc12m
+    heldout = own.filter((pl.col("table") == "pairs_heldout") & (pl.col("family") == "all"))
+    assert {"held_in", "held_out"} <= set(heldout["split"])
+    assert crossover["p_value"].is_between(0, 1).all()
+    assert (results / "figures/crossover.png").read_bytes()[:4] == b"\x89PNG"
+    assert "## crossover" in (results / "metrics/summary.md").read_text()
+    negatives = pl.read_parquet(results / "negatives/training/cc12m.parquet")
+    assert negatives.height > 0 and set(negatives["family"]) <= {"replace", "swap"}
+    log = (run_dir / "logs/train/world_cc12m_negclip.log").read_text()
+    assert "NegCLIP-style training" in log
+    report = (results / "stats/crepe_systematicity_composition.md").read_text()
+    assert "## world_cc12m on the splits of cc12m" in report and "matched on" in report

@@ -277,7 +277,14 @@ rule split_composition:
 
 rule metrics_summary:
     input:
-        expand(
+        unpack(
+            lambda wc: (
+                {"crossover": "results/stats/crossover.parquet"}
+                if crossover_tables()
+                else {}
+            )
+        ),
+        tables=expand(
             "results/metrics/{table}.parquet",
             table=[
                 *BENCHMARKS,

@@ -19,6 +19,8 @@ rule train_model:
     conda:
         "../envs/vlcomp.yaml"
     threads: lambda wc: config["models"][wc.model]["train"]["threads"]
+    # Training needs only ingested captions and is the longest job: start it first.
+    priority: 10
     params:
         model=lambda wc: config["models"][wc.model],
         images=lambda wc: config["corpora"][

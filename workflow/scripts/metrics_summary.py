@@ -6,5 +6,9 @@ from vlcomp.joblog import job_log
 from vlcomp.report.figures_crepe import metrics_markdown
 
 with job_log(snakemake.log[0]) as log:
-    metrics_markdown(list(snakemake.input), snakemake.output[0])
+    metrics_markdown(
+        list(snakemake.input.tables),
+        snakemake.output[0],
+        crossover=snakemake.input.get("crossover"),
+    )
     log(f"wrote {snakemake.output[0]}")

@@ -250,11 +250,17 @@ def plot_split_accuracy(
     save_figure(fig, png, pdf)
 
 
-def metrics_markdown(tables: Sequence[str | Path], out: str | Path, metric: str = "R@1") -> None:
+def metrics_markdown(
+    tables: Sequence[str | Path],
+    out: str | Path,
+    metric: str = "R@1",
+    crossover: str | Path | None = None,
+) -> None:
     """A Markdown summary, one section per metric table (named after its file): ``metric``
     or accuracy (retrieval: i2t/t2i ``metric``) with its 95% CI per model, part, split and
     negative type, complexities pooled, each (split, type) once; micro averages as type
-    "all"; chance in its own column."""
+    "all"; chance in its own column. With ``crossover`` (``vlcomp.evaluate.crossover``), a
+    last section compares each corpus's own model with the others on its splits."""
     wanted = {
         metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
@@ -295,4 +301,28 @@ def metrics_markdown(tables: Sequence[str | Path], out: str | Path, metric: str 
                 f"| {r['n']} | {base_text} |"
             )
         lines.append("")
+    if crossover is not None:
+        lines += _crossover_lines(pl.read_parquet(crossover))
     write_with(out, lambda tmp: tmp.write_text("\n".join(lines)))
+
+
+def _crossover_lines(table: pl.DataFrame) -> list[str]:
+    lines = [
+        "## crossover: each corpus's splits, its own model vs a model trained elsewhere",
+        "",
+        "Identical items; delta = own - other with a paired 95% bootstrap CI; McNemar "
+        "mid-p (BH-adjusted in p_bh). A more negative delta on unseen than on seen items is "
+        "the cost of novelty that item difficulty cannot explain.",
+        "",
+        "| table | corpus | split | own | other | own acc | other acc | delta | 95% CI "
+        "| p | p_bh | n |",
+        "|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|",
+    ]
+    for r in table.filter(pl.col("family") == ALL).iter_rows(named=True):
+        lines.append(
+            f"| {r['table']} | {r['corpus']} | {r['split']} | {r['model_own']} | "
+            f"{r['model_other']} | {r['accuracy_own']:.3f} | {r['accuracy_other']:.3f} | "
+            f"{r['delta']:+.3f} | [{r['delta_low']:+.3f}, {r['delta_high']:+.3f}] | "
+            f"{r['p_value']:.3g} | {r['p_bh']:.3g} | {r['n']} |"
+        )
+    return [*lines, ""]
