@@ -194,6 +194,18 @@ def _check_models(config: dict[str, Any]) -> list[str]:
                     f"config key 'models.{key}.train.corpus': corpus '{corpus}' has no "
                     f"images folder (corpora.{corpus}.images)"
                 )
+            base = entry["train"].get("start_from")
+            base_entry = config["models"].get(base) if base is not None else None
+            if base is not None and (base_entry is None or "train" not in base_entry):
+                problems.append(
+                    f"config key 'models.{key}.train.start_from': '{base}' is not a model "
+                    "this workflow trains (a models entry with a train block)"
+                )
+            elif base_entry is not None and base_entry["open_clip"] != entry["open_clip"]:
+                problems.append(
+                    f"config key 'models.{key}.train.start_from': '{base}' is a "
+                    f"{base_entry['open_clip']}, not a {entry['open_clip']}"
+                )
         for index, corpus in enumerate(entry.get("training_corpora", [])):
             if corpus not in corpora:
                 problems.append(

@@ -125,12 +125,16 @@ def graph_shards(corpus):
     return shard_files("results/graphs/{corpus}/graphs-{shard}.parquet", corpus)
 
 
-def training_negatives(wildcards):
-    """The corpus's training negatives for a model trained NegCLIP-style, else nothing."""
+def training_inputs(wildcards):
+    """A training's optional inputs: the corpus's training negatives (NegCLIP-style), the
+    checkpoint it starts from (fine-tuning)."""
     train = config["models"][wildcards.model]["train"]
-    if train["hard_negatives"] == "none":
-        return {}
-    return {"negatives": f"results/negatives/training/{train['corpus']}.parquet"}
+    inputs = {}
+    if train["hard_negatives"] != "none":
+        inputs["negatives"] = f"results/negatives/training/{train['corpus']}.parquet"
+    if train["start_from"] is not None:
+        inputs["start_from"] = f"results/models/{train['start_from']}/checkpoint.pt"
+    return inputs
 
 
 def trained_checkpoint(model):

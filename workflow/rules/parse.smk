@@ -7,6 +7,8 @@ rule parse_shard:
         "logs/parse/{corpus}/{shard}.log",
     benchmark:
         "benchmarks/parse/{corpus}/{shard}.tsv"
+    # Parsing feeds everything but the plain trainings: start it first.
+    priority: 20
     conda:
         "../envs/vlcomp.yaml"
     threads: config["parse"]["n_process"]

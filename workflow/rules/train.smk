@@ -1,6 +1,6 @@
 rule train_model:
     input:
-        unpack(training_negatives),
+        unpack(training_inputs),
         captions=lambda wc: caption_shards(
             config["models"][wc.model]["train"]["corpus"]
         ),
@@ -16,11 +16,11 @@ rule train_model:
         "logs/train/{model}.log",
     benchmark:
         "benchmarks/train/{model}.tsv"
+    # Training needs only ingested captions and is the longest job: start it first.
+    priority: 10
     conda:
         "../envs/vlcomp.yaml"
     threads: lambda wc: config["models"][wc.model]["train"]["threads"]
-    # Training needs only ingested captions and is the longest job: start it first.
-    priority: 10
     params:
         model=lambda wc: config["models"][wc.model],
         images=lambda wc: config["corpora"][

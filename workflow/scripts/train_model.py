@@ -17,4 +17,5 @@ with job_log(snakemake.log[0]) as log:
         rejected_out=snakemake.output.rejected,
         log=log,
         hard_negatives=snakemake.input.get("negatives"),
+        start_from=snakemake.input.get("start_from"),
     )

@@ -269,6 +269,7 @@ def train_clip(
     log: Callable[[str], None] = print,
     on_unreadable: Callable[[int, str], None] | None = None,
     negatives: Sequence[Sequence[str]] | None = None,
+    start_from: str | None = None,
 ) -> tuple[dict[str, torch.Tensor], pl.DataFrame]:
     """Train ``arch`` from scratch on (image, text) pairs; return weights and per-epoch loss.
 
@@ -276,13 +277,16 @@ def train_clip(
     are left out before training starts and ``on_unreadable(row, message)`` is called.
     ``negatives`` (NegCLIP-style training, one list per pair, possibly empty): in every step
     each pair with hard negatives contributes one of them, drawn from a seeded generator, to
-    the batch's texts (``negclip_loss``); without it the loss is CLIP's.
+    the batch's texts (``negclip_loss``); without it the loss is CLIP's. ``start_from``: a
+    checkpoint of ``arch`` to fine-tune instead of training from scratch.
     """
     _models.check_architecture(arch)
     torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
     torch.use_deterministic_algorithms(True)
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    if start_from is not None:
+        model.load_state_dict(torch.load(start_from, map_location="cpu", weights_only=True))
     tokenizer = open_clip.get_tokenizer(arch)
     failed: set[int] = set()
 
@@ -378,11 +382,13 @@ def train_model_job(
     rejected_out: str,
     log: Callable[[str], None] = print,
     hard_negatives: str | None = None,
+    start_from: str | None = None,
 ) -> None:
     """Train ``models.<model_key>`` on a corpus's caption shards; write its checkpoint, loss
     history, info.json and the captions it could not train on (``rejected_out``).
     ``hard_negatives``: the corpus's training negatives table (caption_id, negative; the
-    ``negatives`` stage writes it) when the train block asks for NegCLIP-style training."""
+    ``negatives`` stage writes it) when the train block asks for NegCLIP-style training;
+    ``start_from``: the checkpoint of the model named by ``train.start_from``."""
     arch = model_entry["open_clip"]
     settings = TrainSettings.from_config(model_entry["train"])
     if (settings.hard_negatives != "none") != (hard_negatives is not None):
@@ -419,7 +425,7 @@ def train_model_job(
     try:
         state, losses = train_clip(
             arch, pairs.drop("image_id"), settings, log, on_unreadable=record,
-            negatives=negatives,
+            negatives=negatives, start_from=start_from,
         )  # fmt: skip
     except ValueError as error:
         raise ValueError(f"models.{model_key}: caption shards {shards}: {error}") from error
@@ -437,6 +443,7 @@ def train_model_job(
             "model": model_key,
             "arch": arch,
             "train": model_entry["train"],
+            "start_from": None if start_from is None else _models.file_sha256(start_from),
             "caption_shards": [str(s) for s in caption_shards],
             "images": images_root,
             "n_pairs": n_pairs,
