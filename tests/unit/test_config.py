@@ -42,6 +42,14 @@ def test_validation_does_not_modify_its_input(default_config):
             "models.world_cc12m.train.corpus': no corpus named 'yfcc'",
         ),
         (
+            lambda c: c["models"]["world_cc12m_negclip"]["train"].update(start_from="vit_b32"),
+            "train.start_from': 'vit_b32' is not a model this workflow trains",
+        ),
+        (
+            lambda c: c["models"]["world_cc12m_negclip"].update(open_clip="vlcomp-world-vit"),
+            "train.start_from': 'world_cc12m' is a vlcomp-world-rn, not a vlcomp-world-vit",
+        ),
+        (
             lambda c: c["models"].update(m={"open_clip": "RN50", "checkpoint": "/no/such.pt"}),
             "models.m.checkpoint': file not found: /no/such.pt",
         ),

@@ -265,3 +265,25 @@ def test_negclip_training_reads_the_negatives_table_and_is_reproducible(tmp_path
     assert (plain / "checkpoint.pt").read_bytes() != outputs[0]
     with pytest.raises(ValueError, match="hard_negatives is 'template' but no negatives table"):
         train_model_job("tiny", entry, shards, str(root), **paths, log=logs.append)
+
+
+def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path):
+    shards, root = corpus_with_problems(tmp_path)
+    base = run_job(shards, root, tmp_path / "base")
+    entry = {**MODEL_ENTRY, "train": {**MODEL_ENTRY["train"], "lr": 1e-12, "warmup_steps": 1}}
+    out = tmp_path / "tuned"
+    paths = {n: str(out / f) for n, f in [("checkpoint", "c.pt"), ("history", "h.parquet"),
+             ("info", "i.json"), ("rejected_out", "r.parquet")]}  # fmt: skip
+    train_model_job(
+        "tuned", entry, shards, str(root), **paths, log=lambda m: None,
+        start_from=str(base["checkpoint"]),
+    )  # fmt: skip
+    import torch
+
+    before = torch.load(base["checkpoint"], weights_only=True)
+    after = torch.load(paths["checkpoint"], weights_only=True)
+    # A vanishing learning rate leaves the starting weights (not a fresh initialisation).
+    for name, tensor in before.items():
+        assert torch.allclose(tensor, after[name], atol=1e-6), name
+    info = json.loads(Path(paths["info"]).read_text())
+    assert info["start_from"] == json.loads(base["info"].read_text())["checkpoint_sha256"]
