@@ -14,6 +14,8 @@ for corpus in CORPORA:
             f"logs/ingest/{corpus}.log",
         benchmark:
             f"benchmarks/ingest/{corpus}.tsv"
+        # Every training and the parse stage wait for it.
+        priority: 20
         conda:
             "../envs/vlcomp.yaml"
         params:
