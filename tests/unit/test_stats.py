@@ -96,6 +96,18 @@ def test_mcnemar_table_counts_discordant_pairs():
     assert set(table["split"]) == {"all", "seen"}
 
 
+def test_each_part_is_tested_on_its_own():
+    a = predictions("A", {"SC": [True, True, True, True]})
+    b = predictions("B", {"SC": [False, False, True, True]})
+    frames = [
+        f.with_columns(part=pl.lit(part)) for part in ("x", "y") for f in (a, b)
+    ]  # the same item ids in two parts: one test per part, never pooled
+    table = mcnemar_table(pl.concat(frames, how="diagonal"))
+    sc = table.filter(pl.col("split") == "SC").sort("part")
+    assert sc["part"].to_list() == ["x", "y"] and sc["n"].to_list() == [4, 4]
+    assert sc["b"].to_list() == [2, 2]
+
+
 def test_rank_flip_only_when_significant_in_opposite_directions():
     n = 60
     strong, weak = [True] * n, [False] * n

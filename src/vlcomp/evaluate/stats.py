@@ -5,7 +5,9 @@ Inputs are per-item prediction tables, one row per (model, benchmark, part, item
 with ``split`` and a boolean ``correct`` (tie counts as wrong), as
 ``vlcomp.evaluate.retrieval_sets`` writes them. Two models are compared on the items both
 were evaluated on (an inner join on benchmark, part, item_id and family), so the test is
-paired.
+paired, and each part is tested on its own. An item's split is the one in model_a's rows
+(in a table without parts, splits follow each model's own training corpus; the crossover,
+``vlcomp.evaluate.crossover``, is the comparison across corpora).
 
 McNemar mid-p (Fagerland, Lydersen & Laake, BMC Med Res Methodol 2013): with ``b`` items
 that only model A gets right and ``c`` items that only model B gets right, n = b + c and
@@ -49,6 +51,7 @@ SPLIT_ORDER = ("SC", "UC", "UA", "seen", "mixed", "unseen", "held_in", "held_out
 
 SIGNIFICANCE_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,
+    "part": pl.String,  # whose splits (e.g. a CREPE systematicity corpus); null: no parts
     "split": pl.String,  # "all" = every item
     "family": pl.String,  # "all" = every negative type
     "model_a": pl.String,  # model_a < model_b (string order)
@@ -68,6 +71,7 @@ SIGNIFICANCE_SCHEMA: dict[str, pl.DataType] = {
 
 FLIPS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,
+    "part": pl.String,
     "family": pl.String,
     "model_a": pl.String,
     "model_b": pl.String,
@@ -162,8 +166,8 @@ def mcnemar_table(
             n_b = frame.filter(pl.col("model") == model_b).height
             if paired.height < max(n_a, n_b):
                 log(f"{model_a} vs {model_b}: {paired.height} paired items ({n_a} and {n_b})")
-        for benchmark in sorted(set(paired["benchmark"].to_list())):
-            in_bench = paired.filter(pl.col("benchmark") == benchmark)
+        for benchmark, part in sorted(set(paired.select("benchmark", "part").rows())):
+            in_bench = paired.filter((pl.col("benchmark") == benchmark) & (pl.col("part") == part))
             families = [ALL]
             if per_family:
                 families += sorted(set(in_bench["family"].to_list()))
@@ -179,10 +183,10 @@ def mcnemar_table(
                     ca, cb = cell["correct_a"].to_numpy(), cell["correct_b"].to_numpy()
                     b, c = int((ca & ~cb).sum()), int((~ca & cb).sum())
                     rows.append(
-                        (benchmark, split, family, model_a, model_b, cell.height,
+                        (benchmark, part or None, split, family, model_a, model_b, cell.height,
                          float(ca.mean()), float(cb.mean()), b, c, mcnemar_midp(b, c))
                     )  # fmt: skip
-    base_columns = [c for c in list(SIGNIFICANCE_SCHEMA)[:12] if c != "test"]
+    base_columns = [c for c in list(SIGNIFICANCE_SCHEMA)[:13] if c != "test"]
     base = pl.DataFrame(
         rows, schema={c: SIGNIFICANCE_SCHEMA[c] for c in base_columns}, orient="row"
     )
@@ -209,7 +213,7 @@ def rank_flips(
     table = significance.filter(pl.col("split") != ALL)
     if split_pairs is None:
         split_pairs = list(combinations(split_order(table["split"].to_list()), 2))
-    keys = ["benchmark", "family", "model_a", "model_b"]
+    keys = ["benchmark", "part", "family", "model_a", "model_b"]
     cols = ["better", "p_bh", "delta"]
     table = table.with_columns(delta=pl.col("accuracy_a") - pl.col("accuracy_b"))
     parts = []
@@ -221,7 +225,7 @@ def rank_flips(
             *keys, *[pl.col(c).alias(f"{c}_2") for c in cols]
         )
         parts.append(
-            one.join(two, on=keys, how="inner").with_columns(
+            one.join(two, on=keys, how="inner", nulls_equal=True).with_columns(
                 split_1=pl.lit(split_1), split_2=pl.lit(split_2)
             )
         )
@@ -236,8 +240,9 @@ def rank_flips(
         ),
     )
     return joined.select([pl.col(c).cast(t) for c, t in FLIPS_SCHEMA.items()]).sort(
-        "benchmark", "family", "model_a", "model_b", "split_1", "split_2"
-    )
+        "benchmark", "part", "family", "model_a", "model_b", "split_1", "split_2",
+        nulls_last=True,
+    )  # fmt: skip
 
 
 def pairwise_significance(
