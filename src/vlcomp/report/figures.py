@@ -249,6 +249,7 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
                     xytext=(0, 3), ha="center", fontsize=6,
                 )  # fmt: skip
         ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.margins(y=0.15)  # room for the n= labels under the title
         ax.set_xticks(range(len(splits)), splits)
         ax.set_xlim(-0.6, len(splits) - 0.4)
         ax.set_ylabel("accuracy own − other")
