@@ -38,7 +38,7 @@ from vlcomp.evaluate.stats import (
     TEST_NAME,
     benjamini_hochberg,
     mcnemar_midp,
-    split_order,
+    split_family_cells,
 )
 from vlcomp.io import write_parquet
 
@@ -139,33 +139,25 @@ def _cells(
 ) -> list[dict[str, object]]:
     rows = []
     families = [ALL, *sorted(set(paired["family"].to_list()))]
-    for split in [ALL, *split_order(paired["split"].to_list())]:
-        for family in families:
-            cell = paired
-            if split != ALL:
-                cell = cell.filter(pl.col("split") == split)
-            if family != ALL:
-                cell = cell.filter(pl.col("family") == family)
-            if cell.height == 0:
-                continue
-            a = cell["correct_own"].to_numpy().astype(bool)
-            o = cell["correct_other"].to_numpy().astype(bool)
-            b, c = int((a & ~o).sum()), int((~a & o).sum())
-            values = np.column_stack([a, o, a.astype(float) - o]).astype(float)
-            rng = cell_rng(settings.seed, "crossover", label, corpus, own, other, split, family)
-            low, high = percentile_interval([values], settings.resamples, settings.level, rng)
-            rows.append(
-                {
-                    "table": label, "corpus": corpus, "split": split, "family": family,
-                    "model_own": own, "model_other": other, "corpus_other": corpus_other,
-                    "n": cell.height, "accuracy_own": float(a.mean()),
-                    "accuracy_other": float(o.mean()), "delta": float(a.mean() - o.mean()),
-                    "delta_low": float(low[2]), "delta_high": float(high[2]),
-                    "own_low": float(low[0]), "own_high": float(high[0]),
-                    "other_low": float(low[1]), "other_high": float(high[1]),
-                    "b": b, "c": c, "p_value": mcnemar_midp(b, c),
-                }
-            )  # fmt: skip
+    for split, family, cell in split_family_cells(paired, families):
+        a = cell["correct_own"].to_numpy().astype(bool)
+        o = cell["correct_other"].to_numpy().astype(bool)
+        b, c = int((a & ~o).sum()), int((~a & o).sum())
+        values = np.column_stack([a, o, a.astype(float) - o]).astype(float)
+        rng = cell_rng(settings.seed, "crossover", label, corpus, own, other, split, family)
+        low, high = percentile_interval([values], settings.resamples, settings.level, rng)
+        rows.append(
+            {
+                "table": label, "corpus": corpus, "split": split, "family": family,
+                "model_own": own, "model_other": other, "corpus_other": corpus_other,
+                "n": cell.height, "accuracy_own": float(a.mean()),
+                "accuracy_other": float(o.mean()), "delta": float(a.mean() - o.mean()),
+                "delta_low": float(low[2]), "delta_high": float(high[2]),
+                "own_low": float(low[0]), "own_high": float(high[0]),
+                "other_low": float(low[1]), "other_high": float(high[1]),
+                "b": b, "c": c, "p_value": mcnemar_midp(b, c),
+            }
+        )  # fmt: skip
     return rows
 
 

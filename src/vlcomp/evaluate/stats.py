@@ -28,7 +28,7 @@ reported separately as ``reversed``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import combinations
 from pathlib import Path
 
@@ -124,6 +124,19 @@ def split_order(splits: Sequence[str]) -> list[str]:
     return known + sorted(present - set(known))
 
 
+def split_family_cells(
+    frame: pl.DataFrame, families: Sequence[str]
+) -> Iterator[tuple[str, str, pl.DataFrame]]:
+    """(split, family, rows) for every split and family of ``frame`` with rows, "all"
+    first in both (every split / every family pooled), splits in canonical order."""
+    for split in [ALL, *split_order(frame["split"].to_list())]:
+        in_split = frame if split == ALL else frame.filter(pl.col("split") == split)
+        for family in families:
+            cell = in_split if family == ALL else in_split.filter(pl.col("family") == family)
+            if cell.height:
+                yield split, family, cell
+
+
 def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:
     needed = ["model", *PAIR_KEYS, "split", "correct"]
     if "part" not in predictions.columns:
@@ -171,21 +184,13 @@ def mcnemar_table(
             families = [ALL]
             if per_family:
                 families += sorted(set(in_bench["family"].to_list()))
-            for split in [ALL, *split_order(in_bench["split"].to_list())]:
-                for family in families:
-                    cell = in_bench
-                    if split != ALL:
-                        cell = cell.filter(pl.col("split") == split)
-                    if family != ALL:
-                        cell = cell.filter(pl.col("family") == family)
-                    if cell.height == 0:
-                        continue
-                    ca, cb = cell["correct_a"].to_numpy(), cell["correct_b"].to_numpy()
-                    b, c = int((ca & ~cb).sum()), int((~ca & cb).sum())
-                    rows.append(
-                        (benchmark, part or None, split, family, model_a, model_b, cell.height,
-                         float(ca.mean()), float(cb.mean()), b, c, mcnemar_midp(b, c))
-                    )  # fmt: skip
+            for split, family, cell in split_family_cells(in_bench, families):
+                ca, cb = cell["correct_a"].to_numpy(), cell["correct_b"].to_numpy()
+                b, c = int((ca & ~cb).sum()), int((~ca & cb).sum())
+                rows.append(
+                    (benchmark, part or None, split, family, model_a, model_b, cell.height,
+                     float(ca.mean()), float(cb.mean()), b, c, mcnemar_midp(b, c))
+                )  # fmt: skip
     base_columns = [c for c in list(SIGNIFICANCE_SCHEMA)[:13] if c != "test"]
     base = pl.DataFrame(
         rows, schema={c: SIGNIFICANCE_SCHEMA[c] for c in base_columns}, orient="row"
