@@ -103,7 +103,7 @@ def composition_tables(
         )
     keys = ["model", "part", "split"]
     composition = (
-        frame.group_by(keys)
+        frame.group_by(keys, maintain_order=True)
         .agg(
             n=pl.len(),
             accuracy=pl.col("correct").mean(),
@@ -162,9 +162,11 @@ def _matched(frame: pl.DataFrame) -> pl.DataFrame:
             mine = cell.filter(pl.col("split") == split)
             for matched_on in MATCHINGS:
                 strata = ["family"] + ([] if matched_on == "none" else [f"{matched_on}_key"])
-                a = mine.group_by(strata).agg(n=pl.len(), acc=pl.col("correct").mean())
-                b = ref.group_by(strata).agg(n_ref=pl.len(), acc_ref=pl.col("correct").mean())
-                both = a.join(b, on=strata, how="inner")
+                correct = pl.col("correct").mean()
+                a = mine.group_by(strata, maintain_order=True).agg(n=pl.len(), acc=correct)
+                b = ref.group_by(strata, maintain_order=True).agg(n_ref=pl.len(), acc_ref=correct)
+                # sorted: float sums in a fixed order (group_by's order is not)
+                both = a.join(b, on=strata, how="inner").sort(strata)
                 n = int(both["n"].sum()) if both.height else 0
                 if n == 0:
                     continue
