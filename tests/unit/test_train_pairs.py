@@ -287,3 +287,20 @@ def test_fine_tuning_starts_from_the_given_checkpoint(tmp_path):
         assert torch.allclose(tensor, after[name], atol=1e-6), name
     info = json.loads(Path(paths["info"]).read_text())
     assert info["start_from"] == json.loads(base["info"].read_text())["checkpoint_sha256"]
+
+
+def test_bad_negatives_table_and_start_checkpoint_name_the_file(tmp_path):
+    shards, root = corpus_with_problems(tmp_path)
+    out = tmp_path / "out"
+    paths = {n: str(out / f) for n, f in [("checkpoint", "c.pt"), ("history", "h.parquet"),
+             ("info", "i.json"), ("rejected_out", "r.parquet")]}  # fmt: skip
+    table = tmp_path / "negatives.parquet"
+    pl.DataFrame({"caption_id": ["c0"], "text": ["x"]}).write_parquet(table)
+    entry = {**MODEL_ENTRY, "train": {**MODEL_ENTRY["train"], "hard_negatives": "template"}}
+    with pytest.raises(ValueError, match=r"negatives.parquet: not a training negatives table"):
+        train_model_job("m", entry, shards, str(root), **paths, hard_negatives=str(table))
+    junk = tmp_path / "junk.pt"
+    junk.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match=r"junk.pt: not a checkpoint of vlcomp-world-vit"):
+        train_model_job("m", MODEL_ENTRY, shards, str(root), **paths, start_from=str(junk))
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written

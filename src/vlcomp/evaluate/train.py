@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import pickle
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -286,7 +287,10 @@ def train_clip(
     torch.use_deterministic_algorithms(True)
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
     if start_from is not None:
-        model.load_state_dict(torch.load(start_from, map_location="cpu", weights_only=True))
+        try:
+            model.load_state_dict(torch.load(start_from, map_location="cpu", weights_only=True))
+        except (RuntimeError, OSError, EOFError, pickle.UnpicklingError) as error:
+            raise ValueError(f"{start_from}: not a checkpoint of {arch}: {error}") from error
     tokenizer = open_clip.get_tokenizer(arch)
     failed: set[int] = set()
 
@@ -459,6 +463,10 @@ def train_model_job(
 
 def _negatives_per_pair(pairs: pl.DataFrame, table: str) -> list[list[str]]:
     """Each pair's hard negative texts, in the table's order (an empty list: none)."""
+    schema = pl.read_parquet_schema(table)
+    missing = [c for c in ("caption_id", "negative") if c not in schema]
+    if missing:
+        raise ValueError(f"{table}: not a training negatives table, missing column(s) {missing}")
     negatives = pl.read_parquet(table, columns=["caption_id", "negative"])
     by_caption: dict[str, list[str]] = {}
     for caption_id, text in negatives.iter_rows():
