@@ -264,6 +264,15 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
         for index, path in enumerate(entry["inputs"]):
             if _missing(path):
                 problems.append(f"config key 'corpora.{name}.inputs[{index}]': not found: {path}")
+        if entry.get("files_per_job") is not None:
+            from vlcomp.ingest.parts import plan_parts
+
+            try:
+                plan_parts(
+                    entry["format"], entry["inputs"], entry["options"], entry["files_per_job"]
+                )
+            except (ValueError, OSError) as error:
+                problems.append(f"config key 'corpora.{name}.files_per_job': {error}")
         if entry.get("images") and _missing(entry["images"]):
             problems.append(f"config key 'corpora.{name}.images': not found: {entry['images']}")
     try:

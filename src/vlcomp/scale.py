@@ -6,14 +6,16 @@ those rules leaves (wall seconds, CPU seconds, peak resident memory). From them 
 captions per second of each stage per job-second (one core per job: the rules run one
 process each) and extrapolates the wall time of a corpus of N captions on P cores.
 
-The extrapolation assumes what the workflow does: one ingest job per corpus (it reads the
-corpus's files in order, so it does not spread over cores; its time scales with the
-captions), then shards of the measured size (``captions_per_shard``) parsed and counted in
-parallel, one job per core, each taking the measured mean CPU time of a shard job
-(start-up included; what a core of its own gives, on a busy machine too), then one merge:
-its start-up (the merge job's time less an in-process re-merge of the same partial tables)
-plus a read and sum per shard (that re-merge's time per partial table). Cluster queueing
-and file-system contention are not modelled. Run it with the shard size you will use.
+The extrapolation assumes what the workflow does with a corpus of F files ingested a file
+per job (``files_per_job: 1``; F = 1 is one job reading the whole corpus): F ingest jobs
+in waves over the cores, each at the measured captions per ingest CPU-second; when F > 1,
+one gather job per shard at the measured mean CPU time of a gather job; then shards of the
+measured size (``captions_per_shard``) parsed and counted in parallel, one job per core,
+each taking the measured mean CPU time of a shard job (start-up included; what a core of
+its own gives, on a busy machine too), then one merge: its start-up (the merge job's time
+less an in-process re-merge of the same partial tables) plus a read and sum per shard
+(that re-merge's time per partial table). Cluster queueing and file-system contention are
+not modelled. Run it with the shard size you will use.
 
     python -m vlcomp.scale --help
 """
@@ -34,19 +36,24 @@ from typing import Any
 
 import yaml
 
-STAGES = ("ingest", "parse", "count", "merge")
-# Where each stage's rules leave their benchmark records, under the work directory.
+STAGES = ("ingest", "gather", "parse", "count", "merge")
+# Where each stage's rules leave their benchmark records, under the work directory (a
+# corpus ingested in parts: one record per part, and one per gathered shard).
 _RECORDS = {
-    "ingest": "benchmarks/ingest/{corpus}.tsv",
-    "parse": "benchmarks/parse/{corpus}/*.tsv",
-    "count": "benchmarks/atoms/{corpus}/partial/*.tsv",
-    "merge": "benchmarks/atoms/{corpus}/merge.tsv",
+    "ingest": ("benchmarks/ingest/{corpus}.tsv", "benchmarks/ingest/{corpus}/*.tsv"),
+    "gather": ("benchmarks/ingest/{corpus}/gather/*.tsv",),
+    "parse": ("benchmarks/parse/{corpus}/*.tsv",),
+    "count": ("benchmarks/atoms/{corpus}/partial/*.tsv",),
+    "merge": ("benchmarks/atoms/{corpus}/merge.tsv",),
 }
-# Corpora whose wall time the report extrapolates: (name, captions, cores).
+# Stages whose jobs only some corpora have (those ingested in parts).
+_OPTIONAL = frozenset({"gather"})
+# Corpora whose wall time the report extrapolates: (name, captions, cores, files as the
+# corpus ships: CC12M and YFCC15M one TSV each, LAION-400M 32 Parquet files).
 TARGETS = (
-    ("CC12M on 32 cores", 12_000_000, 32),
-    ("YFCC15M on 32 cores", 15_000_000, 32),
-    ("LAION-400M on 512 cores (SLURM)", 400_000_000, 512),
+    ("CC12M on 32 cores", 12_000_000, 32, 1),
+    ("YFCC15M on 32 cores", 15_000_000, 32, 1),
+    ("LAION-400M on 512 cores (SLURM)", 400_000_000, 512, 32),
 )
 
 
@@ -55,8 +62,8 @@ def scale_config(
     parse: Mapping[str, Any],
     captions_per_shard: int,
 ) -> dict[str, Any]:
-    """The inner run's config: the corpora (format, inputs, n_captions), the parse
-    settings, shards of ``captions_per_shard`` captions, no benchmark, no model."""
+    """The inner run's config: the corpora (format, inputs, n_captions, files_per_job),
+    the parse settings, shards of ``captions_per_shard`` captions, no benchmark, no model."""
     return {
         "corpora": {
             name: {
@@ -64,6 +71,7 @@ def scale_config(
                 "inputs": [str(Path(p).resolve()) for p in entry["inputs"]],
                 "options": dict(entry.get("options", {})),
                 "n_captions": int(entry["n_captions"]),
+                "files_per_job": entry.get("files_per_job"),
             }
             for name, entry in corpora.items()
         },
@@ -86,17 +94,25 @@ def _records(path_glob: Path) -> list[dict[str, float]]:
 
 def stage_numbers(work_dir: Path, corpora: Mapping[str, int]) -> dict[str, dict[str, float]]:
     """Per stage, over all corpora: jobs, captions, job seconds, CPU seconds, captions per
-    job-second and the largest peak RSS of one job (MiB)."""
+    job-second and the largest peak RSS of one job (MiB). The gather stage is there only
+    when some corpus was ingested in parts."""
     out: dict[str, dict[str, float]] = {}
     for stage in STAGES:
         jobs: list[dict[str, float]] = []
         captions = 0
         for corpus, n in corpora.items():
-            found = _records(work_dir / _RECORDS[stage].format(corpus=corpus))
-            if not found:
+            found = [
+                row
+                for pattern in _RECORDS[stage]
+                for row in _records(work_dir / pattern.format(corpus=corpus))
+            ]
+            if not found and stage not in _OPTIONAL:
                 raise FileNotFoundError(f"{work_dir}: no benchmark record of {stage} for {corpus}")
-            jobs += found
-            captions += n
+            if found:
+                jobs += found
+                captions += n
+        if not jobs:
+            continue
         seconds = sum(j["s"] for j in jobs)
         cpu = sum(j.get("cpu_time", 0.0) for j in jobs)
         out[stage] = {
@@ -112,31 +128,41 @@ def stage_numbers(work_dir: Path, corpora: Mapping[str, int]) -> dict[str, dict[
     return out
 
 
+def _job_seconds(stage: Mapping[str, float]) -> float:
+    """A job of the stage on a core of its own: its mean CPU seconds (wall seconds where
+    the records have none); the wall seconds of a run on a busy machine would overstate it."""
+    return (stage["cpu_seconds"] or stage["job_seconds"]) / max(1, stage["jobs"])
+
+
 def extrapolate(
     stages: Mapping[str, Mapping[str, float]],
     n_captions: int,
     cores: int,
     captions_per_shard: int,
+    files: int = 1,
 ) -> dict[str, float]:
-    """Wall seconds of each stage, and in all, for one corpus of ``n_captions`` on
-    ``cores`` cores, in shards of the measured size (see the module docstring)."""
+    """Wall seconds of each stage, and in all, for one corpus of ``n_captions`` in
+    ``files`` files (one ingest job each) on ``cores`` cores, in shards of the measured
+    size (see the module docstring). Without a measured gather stage the corpus is
+    ingested by one job."""
+    if "gather" not in stages:
+        files = 1
     shards = max(1, math.ceil(n_captions / captions_per_shard))
     waves = math.ceil(shards / cores)  # rounds of parallel shard jobs
-    # A shard job on a core of its own: its CPU seconds (its wall seconds where the record
-    # has none); the wall seconds of a run on a busy machine would overstate it.
-    per_shard = {
-        s: (stages[s]["cpu_seconds"] or stages[s]["job_seconds"]) / max(1, stages[s]["jobs"])
-        for s in ("parse", "count")
-    }
+    ingest = stages["ingest"]
+    per_cpu_second = ingest.get("captions_per_cpu_second", math.inf)
+    if not math.isfinite(per_cpu_second):
+        per_cpu_second = ingest["captions_per_job_second"]
     merge = stages["merge"]
     wall = {
-        "ingest": n_captions / stages["ingest"]["captions_per_job_second"],
-        "parse": waves * per_shard["parse"],
-        "count": waves * per_shard["count"],
+        "ingest": math.ceil(files / cores) * (n_captions / files) / per_cpu_second,
+        "gather": waves * _job_seconds(stages["gather"]) if files > 1 else 0.0,
+        "parse": waves * _job_seconds(stages["parse"]),
+        "count": waves * _job_seconds(stages["count"]),
         # A merge job: its start-up, then a read and sum of every partial table.
         "merge": merge["startup_seconds"] + merge["seconds_per_partial"] * shards,
     }
-    return {**wall, "total": sum(wall.values()), "shards": shards}
+    return {**wall, "total": sum(wall.values()), "shards": shards, "files": files}
 
 
 def merge_costs(work_dir: Path, corpora: list[str], merge: Mapping[str, float]) -> dict[str, float]:
@@ -207,8 +233,12 @@ def run_scale(
         "captions_per_s_end_to_end": measured / wall,
         "stages": stages,
         "extrapolations": {
-            name: {"captions": n, "cores": p, **extrapolate(stages, n, p, captions_per_shard)}
-            for name, n, p in TARGETS
+            name: {
+                "captions": n,
+                "cores": p,
+                **extrapolate(stages, n, p, captions_per_shard, files),
+            }
+            for name, n, p, files in TARGETS
         },  # fmt: skip
     }
     for stage, numbers in stages.items():

@@ -54,13 +54,18 @@ def test_benchmarks_write_one_report(tmp_path: Path) -> None:
 
     scale = json.loads((bench / "scale.json").read_text())
     stages = scale["stages"]
-    assert scale["captions"] == 2_000 and set(stages) == {"ingest", "parse", "count", "merge"}
-    # 1,000 captions per world corpus in shards of 500: two parse and two count jobs each.
+    assert scale["captions"] == 2_000
+    assert set(stages) == {"ingest", "gather", "parse", "count", "merge"}
+    # 1,000 captions per world corpus in shards of 500: two parse and two count jobs each;
+    # the LAION-style corpus comes in 4 files, ingested a file per job, then gathered.
     assert stages["parse"]["jobs"] == 4 and stages["count"]["jobs"] == 4
-    assert stages["ingest"]["jobs"] == 2 and stages["merge"]["jobs"] == 2
+    assert stages["ingest"]["jobs"] == 1 + 4 and stages["gather"]["jobs"] == 2
+    assert stages["merge"]["jobs"] == 2
     assert all(s["peak_rss_mib"] > 0 for s in stages.values())
     laion = scale["extrapolations"]["LAION-400M on 512 cores (SLURM)"]
-    assert laion["shards"] == 800_000 and laion["total"] > laion["parse"] > 0
+    assert laion["shards"] == 800_000 and laion["files"] == 32
+    assert laion["total"] > laion["parse"] > 0 and laion["gather"] > 0
+    assert scale["extrapolations"]["CC12M on 32 cores"]["gather"] == 0
 
     evaluation = json.loads((bench / "evaluation.json").read_text())
     assert evaluation["max_abs_similarity_diff"] < 1e-4

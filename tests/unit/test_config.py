@@ -71,6 +71,13 @@ def test_validation_does_not_modify_its_input(default_config):
             "models.world_cc12m.training_corpora[0]': no corpus named 'wit'",
         ),
         (
+            lambda c: c.update(
+                corpora={"own": {"format": "coco_json", "inputs": ["x"], "files_per_job": 1}}
+            ),
+            "config key 'corpora.own.files_per_job': files_per_job: coco_json captions with "
+            "the dataset's own ids",
+        ),
+        (
             lambda c: c.update(corpora={"cc12m": {"format": "cc12m_tsv", "inputs": ["x"]}}),
             "config key 'corpora': names also registered by the world: ['cc12m']",
         ),

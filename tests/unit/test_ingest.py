@@ -601,3 +601,99 @@ def test_empty_shards_are_warned_about(tmp_path: Path) -> None:
     assert summary.warnings == [
         "corpus 'c': 2 of 3 shards are empty (1 captions); fewer shards would do"
     ]
+
+
+# ------------------------------------------------------------------ ingest in parts
+
+
+def _lines_corpus(folder: Path, files: int) -> list[Path]:
+    folder.mkdir()
+    paths = []
+    for i in range(files):
+        path = folder / f"part-{i:05d}.txt"
+        path.write_text("".join(f"caption {j} of file {i}\n" for j in range(6)) + "\n")
+        paths.append(path)
+    return paths
+
+
+def test_plan_parts_groups_the_files_in_order(tmp_path: Path) -> None:
+    from vlcomp.ingest.parts import plan_parts
+
+    files = [str(p) for p in _lines_corpus(tmp_path / "c", 5)]
+    later = str(tmp_path / "written_by_a_rule.txt")  # not there yet: one file
+    assert plan_parts("text_lines", [str(tmp_path / "c")], {}, None) == [[str(tmp_path / "c")]]
+    assert plan_parts("text_lines", [str(tmp_path / "c")], {}, 2) == [
+        files[0:2],
+        files[2:4],
+        files[4:],
+    ]
+    assert plan_parts("text_lines", [later, files[0]], {}, 1) == [[later], [files[0]]]
+    assert plan_parts("text_lines", [str(tmp_path / "c")], {"glob": "*0000[13].txt"}, 5) == [
+        [files[1], files[3]]
+    ]
+
+
+def test_plan_parts_refuses_own_ids_and_colliding_file_keys(tmp_path: Path) -> None:
+    from vlcomp.ingest.parts import plan_parts
+
+    files = _lines_corpus(tmp_path / "a", 1) + _lines_corpus(tmp_path / "b", 1)
+    with pytest.raises(IngestOptionsError, match="share the file key 'part-00000'"):
+        plan_parts("text_lines", [str(p) for p in files], {}, 1)
+    with pytest.raises(IngestOptionsError, match="own ids .* one job"):
+        plan_parts("text_csv", [str(files[0])], {"id_column": "id"}, 1)
+    with pytest.raises(IngestOptionsError, match="own ids"):
+        plan_parts("coco_json", [str(files[0])], {}, 1)
+    with pytest.raises(IngestOptionsError, match="positive integer"):
+        plan_parts("text_lines", [str(files[0])], {}, 0)
+
+
+def test_parts_gathered_and_merged_equal_one_job(tmp_path: Path) -> None:
+    """Library level: the parts' shards concatenated in order and their summaries summed
+    are what one ingest job over all files writes (rows, order, metadata, rejected)."""
+    from vlcomp.ingest.parts import gather_shard, merge_parts, plan_parts
+
+    files = _lines_corpus(tmp_path / "c", 4)
+    one = ingest("text_lines", files, "c", tmp_path / "one", 3, {"buffer_rows": 5})
+    parts = plan_parts("text_lines", [str(tmp_path / "c")], {}, 3)
+    assert [len(p) for p in parts] == [3, 1]
+    part_dirs, summaries = [], []
+    for j, part in enumerate(parts):
+        part_dirs.append(tmp_path / f"part{j}")
+        summary = ingest(
+            "text_lines",
+            [Path(p) for p in part],
+            "c",
+            part_dirs[j],
+            3,
+            {"buffer_rows": 5},
+            part=f"{j}",
+        )
+        summaries.append(part_dirs[j] / "summary.json")
+        summaries[-1].write_text(json.dumps(summary.as_dict()))
+    (tmp_path / "out").mkdir()
+    for i in range(3):
+        name = f"captions-{i}-of-3.parquet"
+        rows = gather_shard([d / name for d in part_dirs], tmp_path / "out" / name)
+        assert rows == one.per_shard[i]
+        assert pl.read_parquet(tmp_path / "out" / name).equals(
+            pl.read_parquet(tmp_path / "one" / name)
+        )
+        assert read_parquet_metadata(tmp_path / "out" / name) == read_parquet_metadata(
+            tmp_path / "one" / name
+        )
+    merged = merge_parts(
+        summaries,
+        [d / "rejected.parquet" for d in part_dirs],
+        tmp_path / "out" / "rejected.parquet",
+    )
+    assert merged.as_dict() == one.as_dict()
+    assert one.rejected == {"empty": 4}
+    assert pl.read_parquet(tmp_path / "out" / "rejected.parquet").equals(
+        pl.read_parquet(tmp_path / "one" / "rejected.parquet")
+    )
+    other = tmp_path / "other"
+    ingest("text_lines", files[:1], "other", other, 3)
+    with pytest.raises(ValueError, match="not a shard of the same corpus"):
+        gather_shard([part_dirs[0] / "captions-0-of-3.parquet", other / "captions-0-of-3.parquet"],
+                     tmp_path / "bad.parquet")  # fmt: skip
+    assert not (tmp_path / "bad.parquet").exists()

@@ -16,6 +16,7 @@ from vlcomp.config import (  # noqa: E402
     training_corpora,
     validate_config,
 )
+from vlcomp.ingest.parts import plan_parts  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
@@ -34,7 +35,10 @@ GOLD_GRAPHS = []
 # Corpora of the scale benchmark, name -> format, inputs, options, n_captions: the corpora
 # that say how many captions they hold (a data preset may put its own in their place).
 SCALE_CORPORA = {
-    name: {k: entry[k] for k in ("format", "inputs", "options", "n_captions")}
+    name: {
+        k: entry[k]
+        for k in ("format", "inputs", "options", "n_captions", "files_per_job")
+    }
     for name, entry in config["corpora"].items()
     if entry.get("n_captions")
 }
@@ -81,6 +85,7 @@ wildcard_constraints:
     model=names_re(config["models"]),
     corpus=names_re(CORPORA),
     shard=r"\d+-of-\d+",
+    part=r"\d+-of-\d+",
     evalset=names_re(EVAL_SETS),
     benchmark=names_re(BENCHMARKS),
     textset=names_re([*CORPORA, "sugarcrepe_audit"]),
@@ -94,6 +99,26 @@ def corpus_source(corpus):
     entry = config["corpora"][corpus]
     options = {"rules": config["ingest"]["rules"], **entry["options"]}
     return entry["format"], entry["inputs"], options
+
+
+def ingest_parts(corpus):
+    """The corpus's input files in the parts its ingest jobs read (one part: one job)."""
+    entry = config["corpora"][corpus]
+    fmt, inputs, options = corpus_source(corpus)
+    return plan_parts(fmt, inputs, options, entry.get("files_per_job"))
+
+
+INGEST_PARTS = {corpus: ingest_parts(corpus) for corpus in CORPORA}
+
+
+def part_names(corpus):
+    n = len(INGEST_PARTS[corpus])
+    return [f"{j}-of-{n}" for j in range(n)]
+
+
+def part_files(pattern, corpus, **fields):
+    """One file per ingest part of a corpus: ``pattern`` has {part} (and ``fields``)."""
+    return expand(pattern, part=part_names(corpus), **fields)
 
 
 def n_shards(corpus):

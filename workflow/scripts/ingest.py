@@ -18,5 +18,6 @@ with job_log(snakemake.log[0]) as log:
         snakemake.params.n_shards,
         options,
         progress=log,
+        part=snakemake.wildcards.get("part"),
     )
     write_json(summary.as_dict(), snakemake.output.summary)

@@ -12,6 +12,6 @@ with job_log(snakemake.log[0]) as log:
         snakemake.params.world,
         snakemake.wildcards.corpus,
         snakemake.params.n_captions,
-        Path(snakemake.output[0]).parent,
+        Path(snakemake.output[0]),
     )
-    log(f"wrote {snakemake.params.n_captions} captions to {path}")
+    log(f"wrote part of {snakemake.params.n_captions} captions to {path}")

@@ -215,9 +215,12 @@ def ingest(
     options: Mapping[str, Any] | None = None,
     *,
     progress: Callable[[str], None] | None = None,
+    part: str | None = None,
 ) -> IngestSummary:
     """Read ``inputs`` (files or directories) of format ``fmt`` and write the sharded
     captions and the rejected rows of ``corpus`` under ``out_dir`` (see module docstring).
+    ``part`` names a part of the corpus's files (``vlcomp.ingest.parts``): its summary
+    says so, and the corpus's warnings wait for the merged summary.
 
     Returns the summary (also logged, and passed to ``progress`` when given); raises
     ``CorruptInputError`` for an unreadable input and ``IngestOptionsError`` /
@@ -280,8 +283,8 @@ def ingest(
             say(f"{source}: {summary.total - before} rows read")
     summary.per_shard = [w.rows for w in shards]
     _remove_stale_shards(out_dir, n_shards)
-    say(summary.describe())
-    for warning in summary.warnings:
+    say(summary.describe() + (f" (part {part})" if part else ""))
+    for warning in [] if part else summary.warnings:
         log.warning(warning)
         if progress is not None:
             progress(f"WARNING: {warning}")

@@ -627,6 +627,7 @@ class Format:
     suffixes: tuple[str, ...]  # what a directory input is expanded to
     defaults: Mapping[str, Any]
     ids: str  # "line", "row" or "own": how caption ids are made
+    id_option: str | None = None  # the option that gives the dataset's own caption ids
 
 
 _LINE = {"max_line_bytes": MAX_LINE_BYTES}
@@ -664,6 +665,7 @@ FORMATS: dict[str, Format] = {
         (".csv", *_TEXT_SUFFIXES),
         {"text_column": "caption", "id_column": None, "image_column": None},
         "row",
+        "id_column",
     ),
     "text_lines": Format(read_text_lines, (".txt", *_TEXT_SUFFIXES), _LINE, "line"),
     "text_jsonl": Format(
@@ -671,6 +673,7 @@ FORMATS: dict[str, Format] = {
         (".jsonl", *_TEXT_SUFFIXES),
         {**_LINE, "text_field": "text", "id_field": None, "image_field": None},
         "line",
+        "id_field",
     ),
     "text_parquet": Format(
         read_text_parquet,
@@ -682,8 +685,18 @@ FORMATS: dict[str, Format] = {
             "read_batch_rows": READ_BATCH_ROWS,
         },
         "row",
+        "id_column",
     ),
 }
+
+
+def own_ids(fmt: str, format_opts: Mapping[str, Any]) -> bool:
+    """Whether captions of this format and options carry the dataset's own ids (checked
+    for duplicates across a job's files) rather than ids made from file and line or row."""
+    spec = FORMATS[fmt]
+    return spec.ids == "own" or (
+        spec.id_option is not None and format_opts.get(spec.id_option) is not None
+    )
 
 
 def format_options(fmt: str, options: Mapping[str, Any]) -> dict[str, Any]:

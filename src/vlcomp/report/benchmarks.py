@@ -183,7 +183,7 @@ def evaluation_section(result: Mapping[str, Any]) -> list[str]:
 
 
 def scale_section(result: Mapping[str, Any]) -> list[str]:
-    stages = {stage: result["stages"][stage] for stage in ("ingest", "parse", "count", "merge")}
+    stages = dict(result["stages"])  # the gather stage only where a corpus came in parts
     rows = [
         [stage, f"{n['jobs']:.0f}", _rate(n["captions_per_job_second"]),
          _rate(n.get("captions_per_cpu_second", float("nan"))),
@@ -191,7 +191,12 @@ def scale_section(result: Mapping[str, Any]) -> list[str]:
         for stage, n in stages.items()
     ]  # fmt: skip
     extrapolated = [
-        [name, f"{n['shards']:,}", *(f"{n[s] / 3600:.2f}" for s in [*stages, "total"])]
+        [
+            name,
+            f"{n.get('files', 1):,}",
+            f"{n['shards']:,}",
+            *(f"{n.get(s, 0.0) / 3600:.2f}" for s in [*stages, "total"]),
+        ]
         for name, n in result["extrapolations"].items()
     ]
     corpora = ", ".join(
@@ -217,11 +222,12 @@ def scale_section(result: Mapping[str, Any]) -> list[str]:
             ],
             rows,
         ),  # fmt: skip
-        "Extrapolated wall time (hours): one ingest job per corpus, then one parse and one "
-        "count job per shard on every core (the measured CPU time of a shard job), then the "
+        "Extrapolated wall time (hours): one ingest job per file of the corpus as it ships "
+        "(one for a single file; with several, a gather job per shard), then one parse and "
+        "one count job per shard on every core (the measured CPU time of a job), then the "
         "merge; no queueing modelled.",
         "",
-        *_table(["corpus", "shards", *stages, "total"], extrapolated),
+        *_table(["corpus", "files", "shards", *stages, "total"], extrapolated),
     ]
 
 

@@ -27,7 +27,7 @@ from .formats import (
     write_parquet_atomic,
     write_text_atomic,
 )
-from .preset import SCALE_FILES
+from .preset import scale_files
 from .render import write_png
 from .scenes import MAX_SCENE_TRIES, Scene, SceneSampler, scene_holdout_items
 from .vocab import COLOUR_RGB, RELATION_SURFACES
@@ -271,37 +271,42 @@ SCALE_CHUNK = 100_000
 
 
 def scale_corpus(
-    world_cfg: Mapping[str, Any], corpus: str, n_captions: int, out_dir: Path, pool: int = 20_000
+    world_cfg: Mapping[str, Any], corpus: str, n_captions: int, path: Path, pool: int = 20_000
 ) -> Path:
-    """``n_captions`` captions in the style and format of world corpus ``corpus``, without
-    images, for the scale benchmark: ``pool`` distinct captions (scenes of the corpus, its
-    hold-out respected) cycled with distinct ids. Returns the written file."""
+    """One file (``path``, one of ``preset.scale_files``) of ``n_captions`` captions in the
+    style and format of world corpus ``corpus``, without images, for the scale benchmark:
+    ``pool`` distinct captions (scenes of the corpus, its hold-out respected) cycled with
+    distinct ids; file k of F holds captions k * n / F to (k + 1) * n / F. Returns ``path``."""
     spec = parse_world_config(world_cfg)
     cspec = spec.corpus(corpus)
+    files = scale_files(cspec.format)
+    path = Path(path)
+    if path.name not in files:
+        raise ValueError(f"{path}: a {cspec.format} scale corpus is written to {files}")
+    k = files.index(path.name)
+    first, stop = k * n_captions // len(files), (k + 1) * n_captions // len(files)
     scenes = corpus_scenes(spec, dataclasses.replace(cspec, n_images=min(pool, n_captions)))
     (caption_rng,) = _streams([spec.seed, _CORPUS_TAG, cspec.seed, 1], 1)
     allowed = _allowed_predicates(spec, cspec.holdout)
     make = clean_caption if cspec.caption_style == "clean" else alt_text_caption
     texts = [" ".join(make(s, caption_rng, allowed).text.split()) for s in scenes]
-    path = Path(out_dir) / SCALE_FILES[cspec.format]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
     if cspec.format == "cc12m_tsv":
         with tmp.open("w", encoding="utf-8") as out:
-            for start in range(0, n_captions, SCALE_CHUNK):
-                stop = min(n_captions, start + SCALE_CHUNK)
+            for start in range(first, stop, SCALE_CHUNK):
+                end = min(stop, start + SCALE_CHUNK)
                 out.write(
                     "".join(
-                        tsv_line(f"scale/{i}.png", texts[i % len(texts)])
-                        for i in range(start, stop)
+                        tsv_line(f"scale/{i}.png", texts[i % len(texts)]) for i in range(start, end)
                     )
                 )
     else:
         import pyarrow.parquet as pq
 
         writer = None
-        for start in range(0, n_captions, SCALE_CHUNK):
-            ids = list(range(start + 1, min(n_captions, start + SCALE_CHUNK) + 1))
+        for start in range(first, stop, SCALE_CHUNK):
+            ids = list(range(start + 1, min(stop, start + SCALE_CHUNK) + 1))
             frame = laion_frame(
                 ids,
                 [f"scale/{i}.png" for i in ids],
@@ -311,9 +316,9 @@ def scale_corpus(
             if writer is None:
                 writer = pq.ParquetWriter(tmp, frame.schema, compression="zstd")
             writer.write_table(frame)
-        assert writer is not None
+        assert writer is not None, "a scale corpus part holds at least one caption"
         writer.close()
     tmp.replace(path)
-    log.info("scale corpus %s: %d captions (%d distinct) in %s", corpus, n_captions,
+    log.info("scale corpus %s: %d captions (%d distinct) in %s", corpus, stop - first,
              len(texts), path)  # fmt: skip
     return path

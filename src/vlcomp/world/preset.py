@@ -61,23 +61,34 @@ def corpora(world_cfg: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-# The file a scale corpus is written to, by format (vlcomp.world.build.scale_corpus).
-SCALE_FILES = {"cc12m_tsv": "captions.tsv", "laion_parquet": "part-00000.parquet"}
+# Parquet files of a LAION-style scale corpus: LAION-400M ships as 32 files, each
+# ingested by a job of its own (files_per_job: 1); CC12M as one TSV, read by one job.
+SCALE_LAION_FILES = 4
+
+
+def scale_files(fmt: str) -> list[str]:
+    """The files a scale corpus of this format is written to (``build.scale_corpus``)."""
+    if fmt == "cc12m_tsv":
+        return ["captions.tsv"]
+    return [f"part-{k:05d}.parquet" for k in range(SCALE_LAION_FILES)]
 
 
 def scale_corpora(world_cfg: Mapping[str, Any], n_captions: int) -> dict[str, dict[str, Any]]:
     """The scale benchmark's corpora: ``n_captions`` split over the world's corpora, each in
-    its corpus's format and caption style (``build.scale_corpus``), named ``scale_<corpus>``."""
+    its corpus's format and caption style (``build.scale_corpus``), named ``scale_<corpus>``;
+    a corpus of several files is ingested a file per job."""
     share = n_captions // len(world_cfg["corpora"])
-    return {
-        f"scale_{name}": {
+    out = {}
+    for name, entry in world_cfg["corpora"].items():
+        files = scale_files(entry["format"])
+        out[f"scale_{name}"] = {
             "format": entry["format"],
-            "inputs": [f"{ROOT}/scale/{name}/{SCALE_FILES[entry['format']]}"],
+            "inputs": [f"{ROOT}/scale/{name}/{file}" for file in files],
             "options": {},
             "n_captions": share,
+            "files_per_job": 1 if len(files) > 1 else None,
         }
-        for name, entry in world_cfg["corpora"].items()
-    }
+    return out
 
 
 def register(config: dict[str, Any]) -> dict[str, Any]:
