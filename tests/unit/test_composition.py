@@ -65,6 +65,40 @@ def test_matching_on_objects_removes_a_composition_gap():
     assert abs(by_objects["gap"]) < 0.05 and by_objects["coverage"] == 1.0
 
 
+def test_twins_match_each_item_with_the_same_region_of_the_other_image():
+    """Image pairs: an unseen item is compared with the item of the same box in its twin
+    image (same negative type); items off pairs, or without a counterpart, are left out."""
+    rows, boxes, predictions = [], [], []
+    plan = [  # image, box x, split, correct
+        ("1", 0, "unseen", True), ("2", 0, "seen", False),  # a pair, one region
+        ("1", 5, "unseen", True), ("2", 5, "seen", True),  # same pair, another region
+        ("3", 0, "unseen", False), ("4", 0, "seen", True),  # images 3, 4: not a pair
+        ("5", 0, "unseen", False), ("6", 9, "seen", True),  # a pair, boxes differ
+        ("7", 0, "seen", True),
+    ]  # fmt: skip
+    for k, (image, x, split, correct) in enumerate(plan):
+        item = _eval_item(f"e{k}", "a red circle", ["circle"], [(0, "red")])
+        rows.append({**item, "image_id": image, "x": x})
+        boxes.append({"item_id": f"e{k}/x", "eval_item_id": f"e{k}"})
+        predictions.append(
+            {"model": "m", "part": "c", "item_id": f"e{k}/x", "family": "comp_att",
+             "split": split, "correct": correct}
+        )  # fmt: skip
+    items = pl.DataFrame(rows, schema=EVAL_ITEMS_SCHEMA)
+    boxes = pl.DataFrame(boxes).with_columns(part=pl.lit("c"))
+    pairs = pl.DataFrame({"image_id": [1, 6], "twin_image_id": [2, 5]})  # ids as integers
+    features = item_features(items, boxes, pairs)
+    assert features["twins_key"].to_list()[:2] == ["1~2|0|0|10|20"] * 2
+    assert features["twins_key"][4] is None
+    _, _, matched = composition_tables(pl.DataFrame(predictions), features)
+    twins = matched.filter(pl.col("matched_on") == "twins").row(0, named=True)
+    assert (twins["n"], twins["n_reference"], twins["coverage"]) == (2, 2, 0.5)
+    assert (twins["accuracy"], twins["accuracy_reference"]) == (1.0, 0.5)
+    # without pairs, no twins row
+    _, _, plain = composition_tables(pl.DataFrame(predictions), item_features(items, boxes))
+    assert "twins" not in plain["matched_on"].to_list()
+
+
 def test_job_writes_tables_and_report_and_names_unmatched_items(tmp_path):
     items, boxes, predictions = _fixture()
     items.write_parquet(tmp_path / "items.parquet")

@@ -38,12 +38,17 @@ def test_benchmark_reports_every_path_and_agrees(tmp_path):
         n_items=6, negatives=2, threads=1, batch_size=4, repeats=1, workers=1,
         loop_items=2, data_dir=tmp_path, log=lambda _: None,
     )  # fmt: skip
-    assert set(result["median_s"]) == {"loop", "cold", "warm", "decode"}
+    assert set(result["median_s"]) == {"loop", "cold", "warm", "decode", "encode"}
     assert (result["items"], result["loop_items"]) == (6, 2)
     assert any(tmp_path.glob("*/images/*.jpg"))  # kept for the next run
     assert result["precision"] == "fp32" and result["machine"]["precision"] == "fp32"
     assert result["max_abs_similarity_diff"] <= 1e-4
-    for key in ("speedup_cold_over_loop", "speedup_warm_over_loop", "cold_over_decode_ceiling"):
+    for key in (
+        "speedup_cold_over_loop",
+        "speedup_warm_over_loop",
+        "cold_over_decode_ceiling",
+        "encode_ceiling_over_loop",
+    ):
         assert result[key] > 0
     assert {"cpu_count", "torch_threads", "torch", "open_clip", "device_name"} <= set(
         result["machine"]

@@ -246,6 +246,37 @@ def test_eval_forces_held_out_content(world: Path, cfg: dict[str, Any]) -> None:
     assert compound >= round(cfg["eval"]["heldout_fraction"] * cfg["eval"]["n_images"])
 
 
+def test_eval_twins_are_matched_seen_neighbours(world: Path, cfg: dict[str, Any]) -> None:
+    """Each forced scene holds a held-out binding or triple of its corpus (the corpora in
+    turn); its twin is the same scene (objects, positions, sizes) with some objects'
+    colour or shape changed, and holds none of that corpus's held-out bindings or triples."""
+    from vlcomp.world import eval_scenes
+
+    spec = parse_world_config(cfg)
+    drawn = eval_scenes(spec)
+    n_forced = round(cfg["eval"]["heldout_fraction"] * cfg["eval"]["n_images"])
+    assert sum(drawn.forced) == n_forced and len(drawn.twins) == n_forced
+    assert [c for _, _, c in drawn.twins[:4]] == ["cc12m", "laion", "cc12m", "laion"]
+    holdout = {c.name: c.holdout for c in spec.corpora}
+    changed = 0
+    for a, b, corpus in drawn.twins:
+        original, twin = drawn.scenes[a], drawn.scenes[b]
+        assert drawn.forced[a] and not drawn.forced[b]
+        compounds = [k for k, _ in scene_holdout_items(original, holdout[corpus])]
+        assert {"binding", "triple"} & set(compounds)
+        assert not {"binding", "triple"} & {
+            k for k, _ in scene_holdout_items(twin, holdout[corpus])
+        }
+        assert len(original.objects) == len(twin.objects)
+        for o, w in zip(original.objects, twin.objects, strict=True):
+            assert (o.x, o.y, o.side, o.size) == (w.x, w.y, w.side, w.size)
+            assert o.colour == w.colour or o.shape == w.shape  # one of the two changes
+            changed += (o.colour, o.shape) != (w.colour, w.shape)
+    assert changed >= len(drawn.twins)
+    table = pl.read_parquet(world / "eval" / "twins.parquet")
+    assert table.rows() == [(a + 1, b + 1, c) for a, b, c in drawn.twins]
+
+
 # ------------------------------------------------------------------- geometry and images
 
 

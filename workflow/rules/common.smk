@@ -404,6 +404,11 @@ COMPOSITION_TABLES = [
 ]
 
 
+# Matched image pairs of an eval set (image_id, twin_image_id), by eval set name: images
+# that differ only in what a split is about (a data preset may add them).
+IMAGE_PAIRS = {}
+
+
 def table_benchmark(table):
     """The benchmark of a metric table (a systematicity benchmark's BindSplit table too)."""
     return table.removesuffix("_bindsplit") if table not in BENCHMARKS else table

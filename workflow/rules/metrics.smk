@@ -249,6 +249,7 @@ rule split_composition:
         ),
         eval_items=lambda wc: f"results/eval_sets/{eval_set_of(table_benchmark(wc.table))}/items.parquet",
         boxes=lambda wc: list(composition_boxes(wc.table).values()),
+        pairs=lambda wc: IMAGE_PAIRS.get(eval_set_of(table_benchmark(wc.table)), []),
     output:
         composition="results/stats/{table}_composition.parquet",
         matched="results/stats/{table}_matched.parquet",

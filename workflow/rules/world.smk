@@ -9,6 +9,7 @@ rule world_eval:
         truth="results/world/eval/truth.parquet",
         holdout="results/world/eval/holdout.parquet",
         scenes="results/world/eval/scenes.parquet",
+        twins="results/world/eval/twins.parquet",
     log:
         "logs/world/eval.log",
     conda:

@@ -14,5 +14,6 @@ with job_log(snakemake.log[0]) as log:
         composition_out=snakemake.output.composition,
         matched_out=snakemake.output.matched,
         markdown_out=snakemake.output.markdown,
+        pairs=snakemake.input.get("pairs"),
         log=log,
     )

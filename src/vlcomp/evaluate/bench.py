@@ -16,7 +16,11 @@ the same items, the same device, precision and thread count:
 (c) ``warm``: the same on the filled cache (a rerun, or another benchmark sharing them);
 (d) ``decode``: the decode ceiling: the same DataLoader (same workers, batch size, crops,
     preprocessing, pinning on CUDA, copy to the device) with no model: how fast (b) could
-    go if the model were free.
+    go if the model were free;
+(e) ``encode``: the image-encode ceiling: every crop, decoded beforehand (untimed), through
+    ``encode_image`` in batches and nothing else: how fast any path that encodes each crop
+    once could go if decoding and texts were free. ``encode / loop`` bounds what batching
+    can gain over the loop at this precision.
 
 Each path runs ``repeats`` times, interleaved, after an untimed warm-up; medians are
 reported (the CPUs may be shared). Ratios: ``loop / cold`` (speedup over the batch-1 loop;
@@ -202,6 +206,16 @@ def decode_only(loaded: LoadedModel, refs: list[ImageRef], batch_size: int, work
     return done
 
 
+@torch.inference_mode()
+def encode_only(loaded: LoadedModel, pixels: torch.Tensor, batch_size: int) -> None:
+    """The image-encode ceiling: prepared crops through ``encode_image`` in batches."""
+    for start in range(0, len(pixels), batch_size):
+        with loaded.autocast():
+            loaded.model.encode_image(pixels[start : start + batch_size])
+    if loaded.device.type == "cuda":
+        torch.cuda.synchronize(loaded.device)
+
+
 def machine_info(loaded: LoadedModel) -> dict[str, Any]:
     """What the numbers were measured on."""
     device = loaded.device
@@ -284,11 +298,17 @@ def run_benchmark(
         batch1_loop(loaded, few, images, box_of)
         score_candidates("bench", loaded, few, images, boxes=boxes, batch_size=batch_size)
         decode_only(loaded, refs[: len(first)], batch_size, workers)
+        pixels = torch.cat(
+            [p for _, p, _ in decode_batches(loaded, refs, batch_size, 0) if p is not None]
+        ).to(loaded.device)
+        encode_only(loaded, pixels[: len(first)], batch_size)
 
         n_loop = min(loop_items or n_items, n_items)
         in_loop = item_image["item_id"].head(n_loop).to_list()
         loop_candidates = candidates.filter(pl.col("item_id").is_in(in_loop))
-        times: dict[str, list[float]] = {"loop": [], "cold": [], "warm": [], "decode": []}
+        times: dict[str, list[float]] = {
+            "loop": [], "cold": [], "warm": [], "decode": [], "encode": []
+        }  # fmt: skip
         loop: dict[tuple[str, str], float] = {}
         scored = None
         for r in range(repeats):  # interleaved, so that load changes hit every path alike
@@ -303,6 +323,9 @@ def run_benchmark(
             decoded = decode_only(loaded, refs, batch_size, workers)
             times["decode"].append(time.perf_counter() - start)
             assert decoded == len(refs)
+            start = time.perf_counter()
+            encode_only(loaded, pixels, batch_size)
+            times["encode"].append(time.perf_counter() - start)
         assert scored is not None
         keys = list(zip(candidates["item_id"], candidates["text"], strict=True))  # scored's
         in_both = [k for k, key in enumerate(keys) if key in loop]
@@ -338,6 +361,7 @@ def run_benchmark(
         "speedup_cold_over_loop": per_s["cold"] / per_s["loop"],
         "speedup_warm_over_loop": per_s["warm"] / per_s["loop"],
         "cold_over_decode_ceiling": per_s["decode"] / per_s["cold"],
+        "encode_ceiling_over_loop": per_s["encode"] / per_s["loop"],
         "max_abs_similarity_diff": max_diff,
         "machine": info,
     }
@@ -354,7 +378,8 @@ def run_benchmark(
 def summary(result: Mapping[str, Any]) -> str:
     """The numbers of ``run_benchmark`` as a few lines."""
     names = {"loop": "(a) batch-1 loop (SugarCrepe style)", "cold": "(b) ours, cold cache",
-             "warm": "(c) ours, warm cache", "decode": "(d) decode ceiling (no model)"}  # fmt: skip
+             "warm": "(c) ours, warm cache", "decode": "(d) decode ceiling (no model)",
+             "encode": "(e) image-encode ceiling (no decode)"}  # fmt: skip
     machine = result["machine"]
     lines = [
         f"{result['model']} on {machine['device_name']} ({result['device']}, "
@@ -372,7 +397,8 @@ def summary(result: Mapping[str, Any]) -> str:
     lines.append(
         f"  cold vs loop x{result['speedup_cold_over_loop']:.2f}, warm vs loop "
         f"x{result['speedup_warm_over_loop']:.1f}, cold / decode ceiling "
-        f"{result['cold_over_decode_ceiling']:.2f}; goal ({result['goal']}): "
+        f"{result['cold_over_decode_ceiling']:.2f}, image-encode ceiling vs loop "
+        f"x{result['encode_ceiling_over_loop']:.1f}; goal ({result['goal']}): "
         f"{'met' if result['goal_met'] else 'not met'}"
     )
     lines.append(f"  max |similarity difference|: {result['max_abs_similarity_diff']:.2e}")

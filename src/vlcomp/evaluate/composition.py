@@ -15,7 +15,11 @@ boxes / regions table) whose scene graph says what it holds. Per (model, part, s
   held_in present), raw and within strata of (negative type, object lemmas) and of
   (negative type, attribute values): the reference's accuracy is standardised to the
   split's strata (each stratum weighted by the split's items in it), over the strata both
-  splits have; ``coverage`` is the share of the split's items in such strata.
+  splits have; ``coverage`` is the share of the split's items in such strata;
+- with matched image pairs (two images that differ only in what a split is about, e.g.
+  the world's twins: a scene with an unseen compound and the same scene with a seen
+  neighbour), also within strata of (negative type, image pair, region box): an item
+  against the item of the same region in the other image of its pair.
 """
 
 from __future__ import annotations
@@ -31,7 +35,9 @@ from vlcomp.io import write_parquet, write_with
 Log = Callable[[str], None]
 
 REFERENCE_SPLITS = ("SC", "seen", "held_in")
-MATCHINGS = ("none", "objects", "attributes")
+MATCHINGS = ("none", "objects", "attributes", "twins")
+# Matched image pairs: an image and its counterpart (image ids as in the eval items).
+PAIRS_SCHEMA: dict[str, pl.DataType] = {"image_id": pl.String, "twin_image_id": pl.String}
 
 COMPOSITION_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,
@@ -57,7 +63,7 @@ MATCHED_SCHEMA: dict[str, pl.DataType] = {
     "part": pl.String,
     "split": pl.String,
     "reference": pl.String,
-    "matched_on": pl.String,  # none, objects, attributes
+    "matched_on": pl.String,  # none, objects, attributes, twins
     "n": pl.Int64,  # the split's items in strata the reference also has
     "n_reference": pl.Int64,
     "coverage": pl.Float64,  # n / the split's items
@@ -67,8 +73,11 @@ MATCHED_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def item_features(items: pl.DataFrame, boxes: pl.DataFrame) -> pl.DataFrame:
-    """Per benchmark item (part, item_id): its eval item's graph summarised."""
+def item_features(
+    items: pl.DataFrame, boxes: pl.DataFrame, pairs: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Per benchmark item (part, item_id): its eval item's graph summarised, and with
+    ``pairs`` (PAIRS_SCHEMA) its region's key within its image pair (null off pairs)."""
     lemmas = pl.col("objects").list.eval(pl.element().struct.field("lemma"))
     values = pl.col("attributes").list.eval(pl.element().struct.field("value"))
     predicates = pl.col("relations").list.eval(pl.element().struct.field("pred"))
@@ -83,10 +92,37 @@ def item_features(items: pl.DataFrame, boxes: pl.DataFrame) -> pl.DataFrame:
         predicate_atoms=predicates.list.unique().list.sort(),
         objects_key=lemmas.list.sort().list.join("|"),
         attributes_key=values.list.unique().list.sort().list.join("|"),
+        twins_key=_twins_key(items, pairs),
     )
     return boxes.select("part", "item_id", "eval_item_id").join(
         graphs, on="eval_item_id", how="left"
     )
+
+
+def _twins_key(items: pl.DataFrame, pairs: pl.DataFrame | None) -> pl.Series:
+    """Per eval item whose image is in a pair: "<pair>|<x>|<y>|<width>|<height>" ("<pair>"
+    for a whole-image item); null for the others."""
+    if pairs is None or pairs.height == 0:
+        return pl.Series("twins_key", [None] * items.height, pl.String)
+    pairs = pairs.select(pl.col(c).cast(t) for c, t in PAIRS_SCHEMA.items())
+    pair = pl.concat_str(
+        pl.min_horizontal("image_id", "twin_image_id"),
+        pl.max_horizontal("image_id", "twin_image_id"),
+        separator="~",
+    )
+    of_image = pl.concat(
+        [
+            pairs.select("image_id", pair=pair),
+            pairs.select(image_id="twin_image_id", pair=pair),
+        ]
+    ).unique("image_id", keep="first", maintain_order=True)
+    keyed = items.select("image_id", "x", "y", "width", "height").join(
+        of_image, on="image_id", how="left", maintain_order="left"
+    )
+    box = pl.concat_str("pair", "x", "y", "width", "height", separator="|", ignore_nulls=True)
+    return keyed.select(
+        twins_key=pl.when(pl.col("pair").is_null()).then(None).otherwise(box)
+    ).to_series()
 
 
 def composition_tables(
@@ -162,6 +198,8 @@ def _matched(frame: pl.DataFrame) -> pl.DataFrame:
             mine = cell.filter(pl.col("split") == split)
             for matched_on in MATCHINGS:
                 strata = ["family"] + ([] if matched_on == "none" else [f"{matched_on}_key"])
+                if matched_on == "twins" and cell["twins_key"].null_count() == cell.height:
+                    continue
                 correct = pl.col("correct").mean()
                 a = mine.group_by(strata, maintain_order=True).agg(n=pl.len(), acc=correct)
                 b = ref.group_by(strata, maintain_order=True).agg(n_ref=pl.len(), acc_ref=correct)
@@ -197,8 +235,9 @@ def composition_markdown(
         "",
         "Accuracy: R@1 or pair accuracy per benchmark item (a tie counts as wrong). Matched: "
         "the reference split's accuracy standardised to the split's strata of (negative "
-        "type, object lemmas) or (negative type, attribute values), over the strata both "
-        "splits have.",
+        "type, object lemmas), (negative type, attribute values) or, on matched image pairs "
+        "(twins), (negative type, image pair, region box), over the strata both splits "
+        "have.",
     ]
     for (model, part), comp in sorted(
         composition.with_columns(pl.col("part").fill_null("")).group_by(["model", "part"]),
@@ -253,18 +292,27 @@ def composition_job(
     composition_out: str | Path,
     matched_out: str | Path,
     markdown_out: str | Path,
+    pairs: str | Path | None = None,
     log: Log = print,
 ) -> None:
     """Job: per-item predictions of one benchmark (one file per model), the eval items and
-    the benchmark's boxes / regions per part (``""``: a benchmark without parts) -> the
-    composition table (with the atom shares as ``kind``/``atom`` rows in the Markdown), the
-    matched contrasts and a Markdown report."""
+    the benchmark's boxes / regions per part (``""``: a benchmark without parts), and
+    optionally matched image pairs (``PAIRS_SCHEMA`` columns) -> the composition table
+    (with the atom shares as ``kind``/``atom`` rows in the Markdown), the matched contrasts
+    and a Markdown report."""
     eval_items = pl.read_parquet(items)
+    pair_table = None
+    if pairs is not None:
+        pair_table = pl.read_parquet(pairs)
+        missing = sorted(set(PAIRS_SCHEMA) - set(pair_table.columns))
+        if missing:
+            raise ValueError(f"{pairs}: image pairs need the column(s) {missing}")
     features = pl.concat(
         [
             item_features(
                 eval_items,
                 pl.read_parquet(path).with_columns(part=pl.lit(part or None, pl.String)),
+                pair_table,
             )
             for part, path in boxes.items()
         ]

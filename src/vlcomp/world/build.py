@@ -34,6 +34,9 @@ from .vocab import COLOUR_RGB, RELATION_SURFACES
 
 log = logging.getLogger(__name__)
 
+# twins.parquet: a forced eval image, its twin, and the corpus whose hold-out they contrast.
+TWINS_SCHEMA = {"image_id": pl.Int64, "twin_image_id": pl.Int64, "corpus": pl.String}
+
 # Domain tags keep the eval stream and the corpus streams apart for equal seeds.
 _EVAL_TAG = 0x5EA1
 _CORPUS_TAG = 0xC0DE
@@ -54,33 +57,118 @@ def _is_forced_ok(scene: Scene, holdouts: list[Holdout], kinds: tuple[str, ...])
     return any(k in kinds for h in holdouts for k, _ in scene_holdout_items(scene, h))
 
 
-def eval_scenes(spec: WorldSpec) -> tuple[list[Scene], list[bool]]:
-    """The eval scenes and, per scene, whether it was forced to hold held-out content.
+TWIN_TRIES = 50
+
+
+def twin_scene(
+    scene: Scene, holdout: Holdout, spec: WorldSpec, rng: np.random.Generator
+) -> Scene | None:
+    """The scene with the objects of ``holdout``'s bindings and triples changed to seen
+    neighbours: the object of a held-out binding gets another colour (a colour binding) or
+    shape (at random), one object of a held-out triple another shape; positions and sizes
+    stay. The new values are ones the corpus sees. None when no try leaves the scene free
+    of the hold-out's bindings and triples."""
+    bindings, atoms = set(holdout.bindings), set(holdout.atoms)
+    triples = set(holdout.triples_with_converses)
+
+    def seen(shape: str, colour: str, size: str) -> bool:
+        return (
+            not {shape, colour} & atoms
+            and (colour, shape) not in bindings
+            and (size, shape) not in bindings
+        )
+
+    for _ in range(TWIN_TRIES):
+        objs = list(scene.objects)
+        n = len(objs)
+        in_triple = [
+            (i, j)
+            for i in range(n)
+            for j in range(n)
+            if i != j and (objs[i].shape, scene.relation(i, j), objs[j].shape) in triples
+        ]
+        change = {
+            i: "any"
+            for i, o in enumerate(objs)
+            if (o.colour, o.shape) in bindings or (o.size, o.shape) in bindings
+        }
+        for i, j in in_triple:
+            if i not in change and j not in change:
+                change[(i, j)[int(rng.integers(2))]] = "shape"
+        for i, what in sorted(change.items()):
+            o = objs[i]
+            colour_binding = (o.colour, o.shape) in bindings
+            by_colour = what == "any" and colour_binding and rng.random() < 0.5
+            if by_colour:
+                options = [c for c in spec.colours if c != o.colour and seen(o.shape, c, o.size)]
+                if options:
+                    colour = options[int(rng.integers(len(options)))]
+                    objs[i] = dataclasses.replace(o, colour=colour)
+                    continue
+            options = [s for s in spec.shapes if s != o.shape and seen(s, o.colour, o.size)]
+            if options:
+                objs[i] = dataclasses.replace(o, shape=options[int(rng.integers(len(options)))])
+        twin = Scene(tuple(objs))
+        if not any(k in ("binding", "triple") for k, _ in scene_holdout_items(twin, holdout)):
+            return twin
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalScenes:
+    """The eval scenes; per scene whether it was forced to hold held-out content; and the
+    matched twins: (forced scene index, twin index, corpus)."""
+
+    scenes: list[Scene]
+    forced: list[bool]
+    twins: list[tuple[int, int, str]]
+
+
+def eval_scenes(spec: WorldSpec) -> EvalScenes:
+    """The eval scenes, forced scenes and their twins.
 
     ``round(heldout_fraction * n_images)`` scenes, at positions chosen at random, are
-    resampled until they contain a held-out binding or triple of some corpus (any
-    held-out item when no corpus holds out bindings or triples).
+    resampled until they contain a held-out binding or triple of their corpus (the
+    corpora that hold out compounds, in turn; any held-out item of any corpus when none
+    does). With ``matched_twins``, each forced scene gets a twin (``twin_scene``) at
+    another random position, as long as there are positions left; the rest are random.
     """
-    scene_rng, pick_rng = _streams([spec.seed, _EVAL_TAG, 0], 2)
+    scene_rng, pick_rng, twin_rng = _streams([spec.seed, _EVAL_TAG, 0], 3)
     sampler = SceneSampler(spec)
     holdouts = [c.holdout for c in spec.corpora if not c.holdout.is_empty]
-    has_compounds = any(h.bindings or h.triples for h in holdouts)
-    kinds = ("binding", "triple") if has_compounds else ("binding", "triple", "atom")
+    targets = [h for h in holdouts if h.bindings or h.triples]
     n = spec.eval.n_images
     n_forced = round(spec.eval.heldout_fraction * n) if holdouts else 0
-    forced = np.zeros(n, dtype=bool)
-    forced[pick_rng.permutation(n)[:n_forced]] = True
-    scenes = []
-    for k in range(n):
-        scene = sampler.sample(scene_rng)
-        tries = 1
-        while forced[k] and not _is_forced_ok(scene, holdouts, kinds):
-            if tries >= MAX_SCENE_TRIES:
-                raise RuntimeError(f"eval image {k + 1}: no scene with held-out content found")
+    with_twins = spec.eval.matched_twins and bool(targets)
+    n_twins = min(n_forced, n - n_forced) if with_twins else 0
+    order = pick_rng.permutation(n).tolist()
+    forced_at, twin_at = order[:n_forced], order[n_forced : n_forced + n_twins]
+    scenes: list[Scene | None] = [None] * n
+    twins: list[tuple[int, int, str]] = []
+    for j, k in enumerate(forced_at):
+        target = [targets[j % len(targets)]] if targets else holdouts
+        kinds = ("binding", "triple") if targets else ("binding", "triple", "atom")
+        for _ in range(MAX_SCENE_TRIES):
             scene = sampler.sample(scene_rng)
-            tries += 1
-        scenes.append(scene)
-    return scenes, forced.tolist()
+            if not _is_forced_ok(scene, target, kinds):
+                continue
+            twin = twin_scene(scene, target[0], spec, twin_rng) if j < n_twins else None
+            if j < n_twins and twin is None:
+                continue
+            scenes[k] = scene
+            if twin is not None:
+                scenes[twin_at[j]] = twin
+                twins.append((k, twin_at[j], target[0].corpus))
+            break
+        else:
+            raise RuntimeError(f"eval image {k + 1}: no scene with held-out content found")
+    for k in range(n):
+        if scenes[k] is None:
+            scenes[k] = sampler.sample(scene_rng)
+    forced = [False] * n
+    for k in forced_at:
+        forced[k] = True
+    return EvalScenes([s for s in scenes if s is not None], forced, twins)
 
 
 def corpus_scenes(spec: WorldSpec, corpus: CorpusSpec) -> list[Scene]:
@@ -118,12 +206,14 @@ def build_eval_set(world_cfg: Mapping[str, Any], out_dir: Path) -> None:
     ``truth.parquet`` (one row per COCO caption: caption_id "coco-<annotation id>",
     image_id, text and the ``graphs`` columns); ``holdout.parquet`` (image_id,
     corpus, kind, value: the held-out items of each corpus each image contains);
-    and ``scenes.parquet`` (one row per drawn object with its box).
+    ``scenes.parquet`` (one row per drawn object with its box); and ``twins.parquet``
+    (``TWINS_SCHEMA``: each forced image with its matched twin, ``eval_scenes``).
     """
     spec = parse_world_config(world_cfg)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    scenes, _forced = eval_scenes(spec)
+    drawn = eval_scenes(spec)
+    scenes = drawn.scenes
     (caption_rng,) = _streams([spec.seed, _EVAL_TAG, 1], 1)
     allowed = _allowed_predicates(spec, None)
     image_ids = list(range(1, len(scenes) + 1))
@@ -157,7 +247,16 @@ def build_eval_set(world_cfg: Mapping[str, Any], out_dir: Path) -> None:
     write_parquet_atomic(out_dir / "truth.parquet", truth_frame(leading, flat))
     write_parquet_atomic(out_dir / "holdout.parquet", holdout_frame(spec, image_ids, scenes))
     write_parquet_atomic(out_dir / "scenes.parquet", scene_frame(image_ids, scenes))
-    log.info("eval: %d images, %d captions written to %s", len(scenes), len(flat), out_dir)
+    twins = pl.DataFrame(
+        [(image_ids[a], image_ids[b], corpus) for a, b, corpus in drawn.twins],
+        schema=TWINS_SCHEMA,
+        orient="row",
+    )
+    write_parquet_atomic(out_dir / "twins.parquet", twins)
+    log.info(
+        "eval: %d images (%d forced, %d twins), %d captions written to %s",
+        len(scenes), sum(drawn.forced), len(drawn.twins), len(flat), out_dir,
+    )  # fmt: skip
 
 
 def holdout_frame(spec: WorldSpec, image_ids: list[int], scenes: list[Scene]) -> pl.DataFrame:

@@ -82,6 +82,7 @@ class EvalSpec:
     n_images: int
     captions_per_image: int
     heldout_fraction: float
+    matched_twins: bool = True
 
 
 @dataclass(frozen=True)
@@ -132,6 +133,12 @@ def _int(value: Any, key: str, minimum: int | None = None) -> int:
         raise ValueError(f"{key}: expected an integer, got {value!r}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{key}: must be >= {minimum}, got {value}")
+    return value
+
+
+def _bool(value: Any, key: str) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{key}: expected true or false, got {value!r}")
     return value
 
 
@@ -289,6 +296,7 @@ def parse_world_config(world_cfg: Mapping[str, Any]) -> WorldSpec:
         n_images=_int(ev["n_images"], "world.eval.n_images", 1),
         captions_per_image=_int(ev["captions_per_image"], "world.eval.captions_per_image", 1),
         heldout_fraction=float(frac),
+        matched_twins=_bool(ev.get("matched_twins", True), "world.eval.matched_twins"),
     )
 
     corpora_raw = cfg["corpora"] or {}

@@ -119,7 +119,12 @@ DEFAULT_WORLD_CONFIG: dict[str, Any] = {
     "colours": DEFAULT_COLOURS,
     "sizes": DEFAULT_SIZES,
     "relations": list(CANONICAL_RELATIONS),
-    "eval": {"n_images": 400, "captions_per_image": 5, "heldout_fraction": 0.5},
+    "eval": {
+        "n_images": 400,
+        "captions_per_image": 5,
+        "heldout_fraction": 0.4,
+        "matched_twins": True,
+    },
     "corpora": {
         "cc12m": {
             "format": "cc12m_tsv",
