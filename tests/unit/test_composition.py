@@ -117,3 +117,9 @@ def test_job_writes_tables_and_report_and_names_unmatched_items(tmp_path):
             [tmp_path / "p.parquet"], tmp_path / "items.parquet",
             {"c": tmp_path / "regions.parquet"}, "bench", **out,
         )  # fmt: skip
+    pl.DataFrame({"image_id": [1]}).write_parquet(tmp_path / "twins.parquet")
+    with pytest.raises(ValueError, match=r"twins.parquet: image pairs need .*twin_image_id"):
+        composition_job(
+            [tmp_path / "p.parquet"], tmp_path / "items.parquet",
+            {"c": tmp_path / "regions.parquet"}, "bench", **out, pairs=tmp_path / "twins.parquet",
+        )  # fmt: skip
