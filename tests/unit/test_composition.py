@@ -123,3 +123,31 @@ def test_job_writes_tables_and_report_and_names_unmatched_items(tmp_path):
             [tmp_path / "p.parquet"], tmp_path / "items.parquet",
             {"c": tmp_path / "regions.parquet"}, "bench", **out, pairs=tmp_path / "twins.parquet",
         )  # fmt: skip
+
+
+def test_twin_novelty_is_own_gap_minus_other_gap_on_twin_regions():
+    """Two models on corpus c's splits: own (trained on c) gains nothing on unseen items of
+    twin pairs, other (trained on d) gains 0.5; novelty = 0 - 0.5 with a bootstrap interval
+    over the image pairs; a model of unknown corpus is left out."""
+    from vlcomp.evaluate.composition import twin_novelty
+
+    rows = []
+    for pair in range(6):
+        key = f"{pair}~{pair + 100}|0|0|10|20"
+        for model, unseen, seen in (("own", 1, 1), ("other", 1, pair % 2), ("x", 0, 0)):
+            rows.append((model, "c", f"u{pair}", "comp_att", "UC", bool(unseen), key))
+            rows.append((model, "c", f"s{pair}", "comp_att", "SC", bool(seen), key))
+        rows.append(("own", "c", f"far{pair}", "comp_att", "SC", False, None))
+    frame = pl.DataFrame(
+        rows,
+        schema=["model", "part", "item_id", "family", "split", "correct", "twins_key"],
+        orient="row",
+    )
+    table = twin_novelty(frame, {"own": "c", "other": "d", "x": None}, resamples=200)
+    assert table.height == 1
+    row = table.row(0, named=True)
+    assert (row["model_own"], row["model_other"], row["split"]) == ("own", "other", "UC")
+    assert (row["pairs"], row["n"], row["gap_own"], row["gap_other"]) == (6, 6, 0.0, 0.5)
+    assert row["novelty"] == -0.5 and row["novelty_low"] < -0.5 < row["novelty_high"] <= 0
+    again = twin_novelty(frame, {"own": "c", "other": "d", "x": None}, resamples=200)
+    assert again.equals(table)  # seeded

@@ -253,6 +253,7 @@ rule split_composition:
     output:
         composition="results/stats/{table}_composition.parquet",
         matched="results/stats/{table}_matched.parquet",
+        novelty="results/stats/{table}_twin_novelty.parquet",
         markdown=report(
             "results/stats/{table}_composition.md",
             category="Statistics",
@@ -269,6 +270,10 @@ rule split_composition:
         "../envs/vlcomp.yaml"
     params:
         boxes=lambda wc: composition_boxes(wc.table),
+        model_corpus={model: model_corpus(model) for model in EVAL_MODELS},
+        settings={
+            k: config["evaluate"][k] for k in ("bootstrap_resamples", "bootstrap_seed")
+        },
     message:
         "What the splits of {wildcards.table} are made of, and its split contrasts on "
         "matched items"

@@ -14,6 +14,9 @@ with job_log(snakemake.log[0]) as log:
         composition_out=snakemake.output.composition,
         matched_out=snakemake.output.matched,
         markdown_out=snakemake.output.markdown,
-        pairs=snakemake.input.get("pairs"),
+        pairs=snakemake.input.get("pairs") or None,
+        model_corpus=snakemake.params.model_corpus,
+        settings=snakemake.params.settings,
+        novelty_out=snakemake.output.novelty,
         log=log,
     )

@@ -19,7 +19,12 @@ boxes / regions table) whose scene graph says what it holds. Per (model, part, s
 - with matched image pairs (two images that differ only in what a split is about, e.g.
   the world's twins: a scene with an unseen compound and the same scene with a seen
   neighbour), also within strata of (negative type, image pair, region box): an item
-  against the item of the same region in the other image of its pair.
+  against the item of the same region in the other image of its pair;
+- novelty on twins: on those strata, the split's gap (split - reference) of the model
+  trained on the part's corpus minus the same gap of a model trained on another corpus,
+  which has seen the compounds. Twins hold the scene fixed and the other model holds the
+  items fixed, so what is left is what not having seen the compound costs. Percentile
+  bootstrap over image pairs.
 """
 
 from __future__ import annotations
@@ -27,8 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
+from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.evaluate.stats import split_order
 from vlcomp.io import write_parquet, write_with
 
@@ -70,6 +77,22 @@ MATCHED_SCHEMA: dict[str, pl.DataType] = {
     "accuracy": pl.Float64,
     "accuracy_reference": pl.Float64,  # standardised to the split's strata
     "gap": pl.Float64,  # accuracy - accuracy_reference
+}
+
+
+TWIN_NOVELTY_SCHEMA: dict[str, pl.DataType] = {
+    "part": pl.String,  # the corpus whose splits the items carry
+    "split": pl.String,
+    "reference": pl.String,
+    "model_own": pl.String,  # trained on ``part``
+    "model_other": pl.String,  # trained on another corpus
+    "pairs": pl.Int64,  # image pairs with matched strata
+    "n": pl.Int64,  # the split's items in those strata
+    "gap_own": pl.Float64,  # split - reference (standardised), own model
+    "gap_other": pl.Float64,
+    "novelty": pl.Float64,  # gap_own - gap_other
+    "novelty_low": pl.Float64,  # percentile bootstrap over image pairs
+    "novelty_high": pl.Float64,
 }
 
 
@@ -222,14 +245,91 @@ def _matched(frame: pl.DataFrame) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=MATCHED_SCHEMA)
 
 
+def twin_novelty(
+    frame: pl.DataFrame,
+    model_corpus: Mapping[str, str | None],
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> pl.DataFrame:
+    """Novelty on twins (module docstring) for every part named after a corpus, split
+    other than the reference, model trained on it and model trained elsewhere."""
+    rows: list[dict[str, object]] = []
+    if "twins_key" not in frame.columns:
+        return pl.DataFrame(schema=TWIN_NOVELTY_SCHEMA)
+    on_twins = frame.filter(pl.col("twins_key").is_not_null()).with_columns(
+        pair=pl.col("twins_key").str.split("|").list.first()
+    )
+    for part in sorted(set(on_twins["part"].drop_nulls().to_list())):
+        owns = sorted(m for m, c in model_corpus.items() if c == part)
+        others = sorted(m for m, c in model_corpus.items() if c is not None and c != part)
+        cell = on_twins.filter(pl.col("part") == part)
+        splits = split_order(cell["split"].drop_nulls().to_list())
+        reference = next((s for s in REFERENCE_SPLITS if s in splits), None)
+        if reference is None or not owns or not others:
+            continue
+        for split in splits:
+            if split == reference:
+                continue
+            strata = {m: _twin_strata(cell, m, split, reference) for m in [*owns, *others]}
+            for own in owns:
+                for other in others:
+                    both = strata[own].join(
+                        strata[other].select("family", "twins_key", "diff"),
+                        on=["family", "twins_key"], how="inner", suffix="_other",
+                    ).sort("pair", "family", "twins_key")  # fmt: skip
+                    if both.height == 0:
+                        continue
+                    by_pair = both.group_by("pair", maintain_order=True).agg(
+                        n=pl.col("n").sum(),
+                        own=(pl.col("n") * pl.col("diff")).sum(),
+                        other=(pl.col("n") * pl.col("diff_other")).sum(),
+                    )
+                    n = by_pair["n"].to_numpy().astype(float)
+                    a, b = by_pair["own"].to_numpy(), by_pair["other"].to_numpy()
+                    low = high = float("nan")
+                    if resamples:
+                        rng = cell_rng(seed, "twin_novelty", part, split, own, other)
+                        draw = rng.integers(len(n), size=(resamples, len(n)))
+                        stats = (a - b)[draw].sum(axis=1) / n[draw].sum(axis=1)
+                        tail = (1.0 - level) / 2.0
+                        low, high = (float(x) for x in np.quantile(stats, [tail, 1.0 - tail]))
+                    rows.append(
+                        {
+                            "part": part, "split": split, "reference": reference,
+                            "model_own": own, "model_other": other, "pairs": len(n),
+                            "n": int(n.sum()), "gap_own": float(a.sum() / n.sum()),
+                            "gap_other": float(b.sum() / n.sum()),
+                            "novelty": float((a - b).sum() / n.sum()),
+                            "novelty_low": low, "novelty_high": high,
+                        }
+                    )  # fmt: skip
+    return pl.DataFrame(rows, schema=TWIN_NOVELTY_SCHEMA)
+
+
+def _twin_strata(cell: pl.DataFrame, model: str, split: str, reference: str) -> pl.DataFrame:
+    """Per (family, twins_key) stratum both splits have: the split's items and its accuracy
+    minus the reference's."""
+    mine = cell.filter((pl.col("model") == model) & (pl.col("split") == split))
+    ref = cell.filter((pl.col("model") == model) & (pl.col("split") == reference))
+    keys = ["family", "twins_key"]
+    a = mine.group_by([*keys, "pair"]).agg(n=pl.len(), acc=pl.col("correct").mean())
+    b = ref.group_by(keys).agg(acc_ref=pl.col("correct").mean())
+    return a.join(b, on=keys, how="inner").select(
+        *keys, "pair", "n", diff=pl.col("acc") - pl.col("acc_ref")
+    )
+
+
 def composition_markdown(
     benchmark: str,
     composition: pl.DataFrame,
     atom_shares: pl.DataFrame,
     matched: pl.DataFrame,
     top_atoms: int = 6,
+    novelty: pl.DataFrame | None = None,
 ) -> str:
-    """The three tables as Markdown, one section per (model, part)."""
+    """The three tables as Markdown, one section per (model, part), and the novelty on
+    twins when given."""
     lines = [
         f"# What the splits of {benchmark} are made of",
         "",
@@ -281,6 +381,28 @@ def composition_markdown(
                     f"| {row['coverage']:.0%} | {row['accuracy']:.3f} | "
                     f"{row['accuracy_reference']:.3f} | {row['gap']:+.3f} |"
                 )
+    if novelty is not None and novelty.height:
+        lines += [
+            "",
+            "## Novelty on twins",
+            "",
+            "On twin regions (an item and the same region of its twin image, same negative "
+            "type): the split's gap to the reference for the model trained on the corpus, "
+            "minus the same gap for a model trained elsewhere, which has seen the compounds; "
+            "95% percentile bootstrap over image pairs. Negative: not having seen the "
+            "compound costs accuracy.",
+            "",
+            "| splits of | split vs reference | own | other | pairs | items | gap own "
+            "| gap other | novelty | 95% CI |",
+            "|---|---|---|---|---:|---:|---:|---:|---:|---|",
+        ]
+        for row in novelty.iter_rows(named=True):
+            lines.append(
+                f"| {row['part']} | {row['split']} vs {row['reference']} | {row['model_own']} "
+                f"| {row['model_other']} | {row['pairs']} | {row['n']} | {row['gap_own']:+.3f} "
+                f"| {row['gap_other']:+.3f} | {row['novelty']:+.3f} | "
+                f"[{row['novelty_low']:+.3f}, {row['novelty_high']:+.3f}] |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -293,13 +415,17 @@ def composition_job(
     matched_out: str | Path,
     markdown_out: str | Path,
     pairs: str | Path | None = None,
+    model_corpus: Mapping[str, str | None] | None = None,
+    settings: Mapping[str, int] | None = None,
+    novelty_out: str | Path | None = None,
     log: Log = print,
 ) -> None:
     """Job: per-item predictions of one benchmark (one file per model), the eval items and
     the benchmark's boxes / regions per part (``""``: a benchmark without parts), and
     optionally matched image pairs (``PAIRS_SCHEMA`` columns) -> the composition table
-    (with the atom shares as ``kind``/``atom`` rows in the Markdown), the matched contrasts
-    and a Markdown report."""
+    (with the atom shares as ``kind``/``atom`` rows in the Markdown), the matched contrasts,
+    the novelty on twins (``model_corpus``: each model's training corpus; ``settings``:
+    bootstrap_resamples, bootstrap_seed) and a Markdown report."""
     eval_items = pl.read_parquet(items)
     pair_table = None
     if pairs is not None:
@@ -319,13 +445,31 @@ def composition_job(
     )
     frame = pl.concat([pl.read_parquet(p) for p in predictions], how="diagonal_relaxed")
     composition, atom_shares, matched = composition_tables(frame, features)
+    settings = dict(settings or {})
+    novelty = twin_novelty(
+        frame.with_columns(pl.col("part").fill_null("")).join(
+            features.select(pl.col("part").fill_null(""), "item_id", "twins_key"),
+            on=["part", "item_id"], how="left",
+        ),
+        model_corpus or {},
+        resamples=int(settings.get("bootstrap_resamples", 1000)),
+        seed=int(settings.get("bootstrap_seed", 0)),
+    )  # fmt: skip
     write_parquet(composition, composition_out, metadata={"benchmark": benchmark})
     write_parquet(matched, matched_out, metadata={"benchmark": benchmark})
-    report = composition_markdown(benchmark, composition, atom_shares, matched)
+    if novelty_out is not None:
+        write_parquet(novelty, novelty_out, metadata={"benchmark": benchmark})
+    report = composition_markdown(benchmark, composition, atom_shares, matched, novelty=novelty)
     write_with(markdown_out, lambda tmp: tmp.write_text(report))
     for row in matched.filter(pl.col("matched_on") != "attributes").iter_rows(named=True):
         log(
             f"{row['model']} {row['part'] or ''} {row['split']} vs {row['reference']} "
             f"(matched on {row['matched_on']}, {row['coverage']:.0%} of items): "
             f"{row['accuracy']:.3f} vs {row['accuracy_reference']:.3f} ({row['gap']:+.3f})"
+        )
+    for row in novelty.iter_rows(named=True):
+        log(
+            f"novelty on twins, {row['part']} {row['split']}: {row['model_own']} vs "
+            f"{row['model_other']} {row['novelty']:+.3f} "
+            f"[{row['novelty_low']:+.3f}, {row['novelty_high']:+.3f}] ({row['pairs']} pairs)"
         )
