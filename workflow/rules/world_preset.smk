@@ -36,7 +36,9 @@ GOLD_GRAPHS.extend(
 )
 
 # Its eval images come with matched twins: split composition compares their items.
-IMAGE_PAIRS.update({name: "results/world/eval/twins.parquet" for name in GROUND_TRUTH_SETS})
+IMAGE_PAIRS.update(
+    {name: "results/world/eval/twins.parquet" for name in GROUND_TRUTH_SETS}
+)
 
 # The world knows which evaluation images hold each corpus's held-out items: the crossover
 # also compares models on those (world_heldout).
