@@ -16,7 +16,7 @@ from vlcomp.config import (  # noqa: E402
     training_corpora,
     validate_config,
 )
-from vlcomp.ingest.parts import plan_parts  # noqa: E402
+from vlcomp.ingest.parts import part_name, plan_parts  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 
@@ -113,7 +113,7 @@ INGEST_PARTS = {corpus: ingest_parts(corpus) for corpus in CORPORA}
 
 def part_names(corpus):
     n = len(INGEST_PARTS[corpus])
-    return [f"{j}-of-{n}" for j in range(n)]
+    return [part_name(j, n) for j in range(n)]
 
 
 def part_files(pattern, corpus, **fields):
