@@ -97,3 +97,21 @@ def test_missing_column_names_the_table():
     frame = _frame(_rows("mx", None, ["seen"], [True])).drop("correct")
     with pytest.raises(ValueError, match="crepe: predictions lack column"):
         crossover_table({"crepe": frame}, {"mx": "x"}, SETTINGS)
+
+
+def test_figure_names_a_shared_n_once_under_its_split():
+    from vlcomp.report.figures import crossover_figure
+
+    rng = np.random.default_rng(5)
+    splits = ["SC"] * 30 + ["UC"] * 20
+    rows = _rows("mx", "x", splits, rng.random(50) < 0.8)
+    rows += _rows("mx_ft", "x", splits, rng.random(50) < 0.7)
+    rows += _rows("my", "x", splits, rng.random(50) < 0.6)
+    rows += _rows("my", "y", splits, rng.random(50) < 0.8)
+    rows += _rows("mx", "y", splits, rng.random(50) < 0.6)
+    rows += _rows("mx_ft", "y", splits, rng.random(50) < 0.6)
+    table = crossover_table({"t": _frame(rows)}, {"mx": "x", "mx_ft": "x", "my": "y"}, SETTINGS)
+    figure = crossover_figure(table)
+    ax = figure.axes[0]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["all\nn=50", "SC\nn=30", "UC\nn=20"]
+    assert not [t for t in ax.texts if t.get_text().startswith("n=")]

@@ -375,6 +375,36 @@ def test_minilm_familiarity_ranks_training_captions_first(corpus, tmp_path):
     assert scorer.name.startswith("minilm_familiarity/k3@")
 
 
+def test_minilm_queries_embedded_once_give_the_same_scores(corpus, tmp_path, monkeypatch):
+    from vlcomp.scorers import familiarity
+    from vlcomp.scorers.trained import embed_minilm_queries
+
+    familiarity.build_index_from_texts(corpus, tmp_path / "index.parquet", sample=60, seed=4)
+    queries = ["a cat on a mat", "two dogs in a park", "a cat on a mat", "a red bus"]
+    pl.DataFrame({"text": queries[:2] + [None]}).write_parquet(tmp_path / "candidates.parquet")
+    embed_minilm_queries(str(tmp_path / "candidates.parquet"), str(tmp_path / "q.parquet"))
+    assert pl.read_parquet(tmp_path / "q.parquet")["text"].to_list() == [
+        "a cat on a mat",
+        "two dogs in a park",
+    ]
+    spec = {"kind": "minilm_familiarity", "index": str(tmp_path / "index.parquet"), "k": 3}
+    plain = make_scorer(spec)
+    expected = plain.score(queries)
+    reused = make_scorer({**spec, "queries": str(tmp_path / "q.parquet")})
+    assert reused.name == plain.name
+    embedded: list[list[str]] = []
+    real_embed = familiarity.embed
+    monkeypatch.setattr(
+        familiarity,
+        "embed",
+        lambda m, t, b=128, progress=False: embedded.append(list(t)) or real_embed(m, t, b),
+    )
+    assert reused.score(queries) == pytest.approx(expected, abs=1e-6)
+    assert embedded == [["a red bus"]]  # only the text the queries file lacks
+    with pytest.raises(ValueError, match="index.parquet: not a vlcomp-minilm-queries/1 file"):
+        make_scorer({**spec, "queries": str(tmp_path / "index.parquet")})
+
+
 # -- score cache --------------------------------------------------------------------------
 
 

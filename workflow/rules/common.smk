@@ -281,6 +281,13 @@ def trained_scorers(textset):
     ]
 
 
+def minilm_queries(benchmark):
+    """The benchmark's texts embedded once by MiniLM, when MiniLM scores them."""
+    if "minilm" not in config["scorers"]["use"]:
+        return []
+    return [f"results/queries/{benchmark}/minilm.parquet"]
+
+
 def scorer_corpora(benchmark):
     return BENCHMARKS[benchmark]["corpora"]
 

@@ -1,7 +1,25 @@
+rule minilm_queries:
+    input:
+        "results/negatives/{benchmark}/candidates.parquet",
+    output:
+        "results/queries/{benchmark}/minilm.parquet",
+    log:
+        "logs/refine/minilm_queries_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(TEXT_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "Embedding the texts of {wildcards.benchmark} with MiniLM once, for every corpus"
+    script:
+        "../scripts/minilm_queries.py"
+
+
 rule score_benchmark:
     input:
         candidates="results/negatives/{benchmark}/candidates.parquet",
         scorers=lambda wc: trained_scorers(wc.corpus),
+        queries=lambda wc: minilm_queries(wc.benchmark),
     output:
         "results/scores/{benchmark}/{corpus}.parquet",
     log:
@@ -11,8 +29,11 @@ rule score_benchmark:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        specs=lambda wc: scorer_specs(
-            f"results/scorers/{wc.corpus}", config["scorers"]["use"], config["scorers"]
+        specs=lambda wc, input: scorer_specs(
+            f"results/scorers/{wc.corpus}",
+            config["scorers"]["use"],
+            config["scorers"],
+            input.queries[0] if input.queries else None,
         ),
         cache="results/cache/scores.parquet",
     message:

@@ -313,6 +313,10 @@ def train_clip(
             f"{n} pairs with a readable image, fewer than batch_size {settings.batch_size}"
         )
     tokens = tokenizer(texts)
+    # Channels-last convolutions are about 1.25x faster on CPU for a ResNet tower (the same
+    # arithmetic in another order; a ViT's patch embedding is the only conv it has).
+    model = model.to(memory_format=torch.channels_last)
+    images = images.contiguous(memory_format=torch.channels_last)
     steps_per_epoch = n // settings.batch_size
     total_steps = steps_per_epoch * settings.epochs
     # fused: one kernel for all parameters, about 10x faster on CPU than the default loop
@@ -363,7 +367,8 @@ def train_clip(
         seconds = time.perf_counter() - started
         log(f"epoch {epoch}/{settings.epochs}: loss {mean_loss:.4f} ({seconds:.1f} s)")
     model.eval()
-    return model.state_dict(), pl.DataFrame(history)
+    weights = {name: tensor.contiguous() for name, tensor in model.state_dict().items()}
+    return weights, pl.DataFrame(history)
 
 
 def save_checkpoint(state_dict: dict[str, torch.Tensor], path: str | Path) -> None:

@@ -229,6 +229,8 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
         splits = _ordered_splits(cell)
         pairs = cell.select("model_own", "model_other").unique().sort("*").rows()
         width = 0.8 / max(1, len(pairs))
+        # Comparisons on identical items share n: name it once, under the split.
+        sizes = {s: set(cell.filter(pl.col("split") == s)["n"].to_list()) for s in splits}
         for k, (own, other) in enumerate(pairs):
             mine = cell.filter((pl.col("model_own") == own) & (pl.col("model_other") == other))
             for x, split in enumerate(splits):
@@ -244,13 +246,15 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
                     fmt="o", color=colour, markerfacecolor=colour if r["significant"] else "white",
                     capsize=3, label=f"{own} − {other}" if x == 0 else None,
                 )  # fmt: skip
-                ax.annotate(
-                    f"n={r['n']}", (xpos, r["delta_high"]), textcoords="offset points",
-                    xytext=(0, 3), ha="center", fontsize=6,
-                )  # fmt: skip
+                if len(sizes[split]) > 1:
+                    ax.annotate(
+                        f"n={r['n']}", (xpos, r["delta_high"]), textcoords="offset points",
+                        xytext=(0, 3), ha="center", fontsize=6,
+                    )  # fmt: skip
         ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.margins(y=0.15)  # room for the n= labels under the title
-        ax.set_xticks(range(len(splits)), splits)
+        ax.margins(y=0.15)  # room for any per-point n= labels under the title
+        ticks = [f"{s}\nn={next(iter(sizes[s]))}" if len(sizes[s]) == 1 else s for s in splits]
+        ax.set_xticks(range(len(splits)), ticks)
         ax.set_xlim(-0.6, len(splits) - 0.4)
         ax.set_ylabel("accuracy own − other")
         ax.set_title(f"{label}: splits of {corpus}", fontsize=9)

@@ -41,7 +41,10 @@ SPEC_KEYS: dict[str, tuple[set[str], dict[str, Any]]] = {
             "dtype": "float32",
         },
     ),
-    "minilm_familiarity": ({"index"}, {"k": 10, "batch_size": 128, "device": "cpu"}),
+    "minilm_familiarity": (
+        {"index"},
+        {"k": 10, "batch_size": 128, "device": "cpu", "queries": None},
+    ),
 }
 
 
@@ -122,7 +125,8 @@ def make_scorer(spec: dict[str, Any]) -> TextScorer:
     Kinds and keys (defaults in ``SPEC_KEYS``): ``ngram`` (model: a ``train_ngram`` file;
     order: checked against it), ``causal_lm`` (model: hub id or ``save_pretrained``
     directory), ``causal_lm_average`` (models: a list of those), ``cola``, ``vera`` (model:
-    hub id or directory), ``minilm_familiarity`` (index: a ``build_minilm_index`` file; k).
+    hub id or directory), ``minilm_familiarity`` (index: a ``build_minilm_index`` file; k;
+    queries: an ``embed_queries`` file of texts already embedded).
     """
     kind, options = _options(dict(spec))
     return BUILDERS[kind](options)

@@ -22,6 +22,7 @@ from vlcomp.scorers.corpus import read_texts, texts_digest
 from vlcomp.scorers.hf import directory_sha256
 
 FORMAT = "vlcomp-minilm-index/1"
+QUERIES_FORMAT = "vlcomp-minilm-queries/1"
 MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 
 
@@ -90,17 +91,50 @@ def build_minilm_index(
     build_index_from_texts(read_texts(captions), out, sample=sample, seed=seed)
 
 
+def _check_model(path: str | Path, expected_format: str) -> None:
+    metadata = read_parquet_metadata(path)
+    if metadata.get("format") != expected_format:
+        raise ValueError(f"{path}: not a {expected_format} file (format={metadata.get('format')})")
+    if metadata["model_sha256"] != _model_dir_and_digest()[1]:
+        raise ValueError(f"{path}: built with other MiniLM weights; rebuild it")
+
+
+def embed_queries(texts: Sequence[str] | pl.Series, out: str | Path, batch_size: int = 128) -> int:
+    """The MiniLM embeddings of the distinct ``texts`` (sorted), written once so that every
+    corpus's familiarity scorer reads them instead of embedding the same texts again
+    (``MiniLMFamiliarityScorer(queries=...)``). Returns the number of texts embedded."""
+    series = texts if isinstance(texts, pl.Series) else pl.Series("text", list(texts))
+    distinct = series.drop_nulls().unique().sort()
+    model = load_minilm()
+    dimension = model.get_embedding_dimension()
+    vectors = embed(model, distinct.to_list(), batch_size, progress=True)
+    frame = pl.DataFrame(
+        {"text": distinct, "embedding": vectors.reshape(len(distinct), dimension)},
+        schema={"text": pl.String, "embedding": pl.Array(pl.Float32, dimension)},
+    )
+    metadata = {"format": QUERIES_FORMAT, "model": MODEL_ID}
+    metadata["model_sha256"] = _model_dir_and_digest()[1]
+    write_parquet(frame, out, metadata=metadata)
+    return len(distinct)
+
+
 class MiniLMFamiliarityScorer:
-    """Mean of the top-``k`` cosine similarities to the indexed training captions."""
+    """Mean of the top-``k`` cosine similarities to the indexed training captions.
+
+    ``queries``: an ``embed_queries`` file; the texts it holds are not embedded again.
+    """
 
     def __init__(
-        self, index: str | Path, *, k: int = 10, batch_size: int = 128, device: str = "cpu"
+        self,
+        index: str | Path,
+        *,
+        k: int = 10,
+        batch_size: int = 128,
+        device: str = "cpu",
+        queries: str | Path | None = None,
     ) -> None:
+        _check_model(index, FORMAT)
         metadata = read_parquet_metadata(index)
-        if metadata.get("format") != FORMAT:
-            raise ValueError(f"{index}: not a {FORMAT} file (format={metadata.get('format')})")
-        if metadata["model_sha256"] != _model_dir_and_digest()[1]:
-            raise ValueError(f"{index}: built with other MiniLM weights; rebuild the index")
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         frame = pl.read_parquet(index)
@@ -108,6 +142,12 @@ class MiniLMFamiliarityScorer:
         self.k = min(k, len(self.vectors))
         self.batch_size = batch_size
         self.model = load_minilm(device)
+        self.known: dict[str, np.ndarray] = {}
+        if queries is not None:
+            _check_model(queries, QUERIES_FORMAT)
+            known = pl.read_parquet(queries)
+            vectors = known["embedding"].to_numpy().astype(np.float32)
+            self.known = dict(zip(known["text"].to_list(), vectors, strict=True))
         identity = json.dumps(
             {key: metadata[key] for key in ("model_sha256", "data_sha256", "sample", "seed")},
             sort_keys=True,
@@ -118,10 +158,21 @@ class MiniLMFamiliarityScorer:
     def score(self, texts: Sequence[str], chunk: int = 1024) -> np.ndarray:
         if len(texts) == 0:
             return np.zeros(0)
-        queries = embed(self.model, texts, self.batch_size)
+        queries = self._embed(texts)
         out = np.empty(len(texts))
         for start in range(0, len(queries), chunk):
             sims = queries[start : start + chunk] @ self.vectors.T
             top = np.partition(sims, sims.shape[1] - self.k, axis=1)[:, -self.k :]
             out[start : start + chunk] = top.astype(np.float64).mean(axis=1)
         return out
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not self.known:
+            return embed(self.model, texts, self.batch_size)
+        missing = [text for text in dict.fromkeys(texts) if text not in self.known]
+        fresh = (
+            dict(zip(missing, embed(self.model, missing, self.batch_size), strict=True))
+            if missing
+            else {}
+        )
+        return np.stack([self.known[t] if t in self.known else fresh[t] for t in texts])

@@ -8,8 +8,14 @@ from typing import Any
 SCORER_FILES = {"ngram": "ngram.parquet", "minilm": "minilm.parquet", "tiny_gpt2": "tiny_gpt2"}
 
 
-def scorer_specs(directory: str, use: Sequence[str], settings: dict[str, Any]) -> dict[str, dict]:
-    """``make_scorer`` specs of the scorers trained under ``directory``, by short name."""
+def scorer_specs(
+    directory: str,
+    use: Sequence[str],
+    settings: dict[str, Any],
+    minilm_queries: str | None = None,
+) -> dict[str, dict]:
+    """``make_scorer`` specs of the scorers trained under ``directory``, by short name;
+    ``minilm_queries``: texts already embedded by MiniLM (``embed_minilm_queries``)."""
     specs = {
         "ngram": {"kind": "ngram", "model": f"{directory}/{SCORER_FILES['ngram']}"},
         "minilm": {
@@ -19,7 +25,20 @@ def scorer_specs(directory: str, use: Sequence[str], settings: dict[str, Any]) -
         },
         "tiny_gpt2": {"kind": "causal_lm", "model": f"{directory}/{SCORER_FILES['tiny_gpt2']}"},
     }
+    if minilm_queries is not None:
+        specs["minilm"]["queries"] = minilm_queries
     return {name: specs[name] for name in use}
+
+
+def embed_minilm_queries(candidates: str, out: str, log: Callable[[str], None] = print) -> None:
+    """Job: embed a benchmark's candidate texts with MiniLM once, for every corpus's
+    familiarity scorer (they differ only in the index the texts are compared with)."""
+    import polars as pl
+
+    from vlcomp.scorers.familiarity import embed_queries
+
+    texts = pl.read_parquet(candidates, columns=["text"])["text"]
+    log(f"embedded {embed_queries(texts, out)} distinct texts of {candidates} with MiniLM")
 
 
 def train_scorer(
