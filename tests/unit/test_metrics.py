@@ -125,3 +125,17 @@ def test_recall_table_resplits_ranks():
     assert value[("m", "in")] == pytest.approx(0.5)
     assert value[("m", "out")] == pytest.approx(1.0)
     assert value[("chance", "in")] == pytest.approx(0.25)
+
+
+def test_constant_columns_are_not_resampled_and_keep_their_value():
+    from vlcomp.evaluate.metrics import percentile_interval
+
+    rng = np.random.default_rng(0)
+    varying = rng.random((50, 1))
+    third = np.full((50, 1), 1 / 3)
+    both = np.hstack([varying, third])
+    low, high = percentile_interval([both], 300, 0.95, np.random.default_rng(7))
+    alone_low, alone_high = percentile_interval([varying], 300, 0.95, np.random.default_rng(7))
+    assert (low[0], high[0]) == (alone_low[0], alone_high[0])
+    assert low[0] < varying.mean() < high[0]
+    assert low[1] == high[1] == 1 / 3

@@ -55,6 +55,8 @@ rule training_negatives:
         "results/negatives/training/{corpus}.parquet",
     log:
         "logs/negatives/training_{corpus}.log",
+    # NegCLIP's fine-tuning waits for it: ready before its start model is.
+    priority: 10
     conda:
         "../envs/vlcomp.yaml"
     params:

@@ -29,6 +29,8 @@ rule world_corpus:
         "logs/world/corpus_{corpus}.log",
     wildcard_constraints:
         corpus=names_re(WORLD_CORPORA),
+    # First in line, like ingest and parsing: the models train on it.
+    priority: 20
     conda:
         "../envs/vlcomp.yaml"
     params:

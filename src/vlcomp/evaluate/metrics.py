@@ -163,16 +163,20 @@ def bootstrap_means(
 def percentile_interval(
     strata: Sequence[np.ndarray], resamples: int, level: float, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Lower and upper percentile bounds per column; NaN without resamples."""
+    """Lower and upper percentile bounds per column; NaN without resamples. A column that is
+    constant in every stratum gets its value as both bounds (every resample agrees)."""
     q = strata[0].shape[1]
     if resamples == 0:
         return np.full(q, np.nan), np.full(q, np.nan)
-    if all((part == part[0]).all() for part in strata):  # constant: every resample agrees
-        point = np.mean([part[0] for part in strata], axis=0)
+    constant = np.logical_and.reduce([(part == part[0]).all(axis=0) for part in strata])
+    point = np.mean([part[0] for part in strata], axis=0)
+    if constant.all():
         return point, point.copy()
-    draws = bootstrap_means(strata, resamples, rng)
+    low, high = point.astype(np.float64), point.astype(np.float64)
+    varying = ~constant
+    draws = bootstrap_means([part[:, varying] for part in strata], resamples, rng)
     tail = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail], axis=0)
+    low[varying], high[varying] = np.quantile(draws, [tail, 1.0 - tail], axis=0)
     return low, high
 
 
@@ -201,12 +205,24 @@ def metric_rows(
     if part is not None:
         key = (benchmark, part, split, family + suffix, complexity)
     out = []
+    q = len(names)
+    bounds: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if values.dtype == chance.dtype:
+        # The model and chance share the cell's resamples: one bootstrap of both side by side.
+        lows, highs = percentile_interval(
+            [np.hstack([values[s], chance[s]]) for s in strata],
+            settings.resamples, settings.level, cell_rng(settings.seed, *key),
+        )  # fmt: skip
+        bounds = {model: (lows[:q], highs[:q]), CHANCE: (lows[q:], highs[q:])}
+    else:  # stacking would widen the narrower type (boolean hits) and slow the resampling
+        for who, matrix in ((model, values), (CHANCE, chance)):
+            bounds[who] = percentile_interval(
+                [matrix[s] for s in strata],
+                settings.resamples, settings.level, cell_rng(settings.seed, *key),
+            )  # fmt: skip
     for who, matrix in ((model, values), (CHANCE, chance)):
-        parts = [matrix[s] for s in strata]
-        point = np.mean([p.mean(axis=0) for p in parts], axis=0)
-        low, high = percentile_interval(
-            parts, settings.resamples, settings.level, cell_rng(settings.seed, *key)
-        )
+        point = np.mean([matrix[s].mean(axis=0) for s in strata], axis=0)
+        low, high = bounds[who]
         for j, name in enumerate(names):
             out.append(
                 (who, benchmark, part, split, family, name + suffix, float(point[j]), n,
