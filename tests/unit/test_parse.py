@@ -529,6 +529,11 @@ def test_worker_processes_give_the_same_graphs_in_order(parser, monkeypatch):
             {("green", "heart"), ("yellow", "square"), ("purple", "star")},
         ),
         (
+            "Large yellow square & red triangle & red hexagon icon 241825",
+            ["square", "triangle", "hexagon"],
+            {("large", "square"), ("yellow", "square"), ("red", "triangle"), ("red", "hexagon")},
+        ),
+        (
             "Blue Square / Large Purple Circle png",
             ["square", "circle"],
             {("blue", "square"), ("large", "circle"), ("purple", "circle")},
@@ -540,6 +545,33 @@ def test_alt_text_noun_phrase_sequences(world_parser, text, objects, bindings):
     lemmas = {idx: lemma for idx, _, lemma in graph.objects}
     assert [lemma for _, _, lemma in graph.objects] == objects
     assert {(value, lemmas[obj]) for obj, value in graph.attributes} == bindings
+
+
+@pytest.mark.parametrize(
+    ("text", "relations"),
+    [
+        ("Star To The Left Of Brown Hexagon & Orange Cross", {("star", "left of", "hexagon")}),
+        (
+            "Yellow cross to the right of large brown circle / brown star / large blue circle",
+            {("cross", "right of", "circle")},
+        ),
+        (
+            "Orange Cross To The Right Of Large Brown Heart & Large Green Star & Purple Circle",
+            {("cross", "right of", "heart")},
+        ),
+        (
+            "Large Green Hexagon Right Of Brown Star / Yellow Cross isolated",
+            {("hexagon", "right of", "star")},
+        ),
+    ],
+)
+def test_a_relation_stops_at_a_list_separator(world_parser, text, relations):
+    assert readable(world_parser.parse_one(text))[2] == relations
+
+
+def test_a_relation_still_reaches_nouns_joined_by_and(world_parser):
+    triples = readable(world_parser.parse_one("a circle sits above a square and a star"))[2]
+    assert {("circle", "above", "square"), ("circle", "above", "star")} <= triples
 
 
 def test_modifiers_of_a_later_noun_stay_with_it(parser):

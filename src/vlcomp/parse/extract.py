@@ -84,7 +84,7 @@ from .lexicon import (
     RELATIVE_PRONOUNS,
 )
 from .predicates import PredicateMap
-from .tokens import ADJ_TAGS, NOUN_TAGS, VERB_TAGS, Lemmatizer, Tokens
+from .tokens import ADJ_TAGS, LIST_SEPARATORS, NOUN_TAGS, VERB_TAGS, Lemmatizer, Tokens
 
 Object = tuple[int, str, str]  # (idx, name as written, lemma)
 Attribute = tuple[int, str]  # (object idx, value)
@@ -369,11 +369,12 @@ class _Extraction:
             return dep == "pobj" and not self.children[i]
         if tag in ADJ_TAGS and (dep in _ARGUMENT_DEPS or dep in ("ROOT", "appos", "npadvmod")):
             return any(self.deps[c] in ("det", "amod", "nummod") for c in self.children[i])
-        # "yellow square and purple star", "blue square small red star": a noun tagged as
-        # an adjective, after a colour or size word, where a list item ends.
+        # "yellow square and purple star", "blue square small red star", "yellow square &
+        # red triangle": a noun tagged as an adjective, after a colour or size word, where
+        # a list item ends.
         return (
             tag in ADJ_TAGS
-            and dep == "amod"
+            and dep in ("amod", "nmod")
             and i > 0
             and self._is_attribute_word(i - 1)
             and not self._is_attribute_word(i)
@@ -696,7 +697,9 @@ class _Extraction:
         return None
 
     def _expand(self, t: int, avoid: frozenset[int] = frozenset()) -> list[tuple[int, bool]]:
-        """Objects for token ``t`` and the nouns conjoined with it."""
+        """Objects for token ``t`` and the nouns conjoined with it, up to a list separator:
+        "star left of hexagon & cross" relates the star to the hexagon only, since a symbol
+        ("&", "/", "|", "+", ...) separates the items of an alt-text list."""
         out: list[tuple[int, bool]] = []
         stack = [t]
         while stack:
@@ -704,8 +707,19 @@ class _Extraction:
             obj, via = self._resolve(k, avoid)
             if obj is not None:
                 out.append((obj, via))
-            stack += [c for c in self.children[k] if self.deps[c] == "conj"]
+            stack += [
+                c for c in self.children[k] if self.deps[c] == "conj" and not self._listed(k, c)
+            ]
         return out
+
+    def _listed(self, a: int, b: int) -> bool:
+        """Whether a list separator symbol, as written in the caption, stands between
+        tokens ``a`` and ``b``."""
+        tok = self.tok
+        return any(
+            tok.text[tok.starts[j] : tok.ends[j]] in LIST_SEPARATORS
+            for j in range(min(a, b) + 1, max(a, b))
+        )
 
     def _subjects(self, v: int) -> list[int]:
         """Tokens that are the subject of verb ``v`` (climbing through conjoined,
@@ -790,11 +804,23 @@ class _Extraction:
         objs = [c for c in objs if self.deps[c] in ("pobj", "dobj", "npadvmod", "conj")][:1]
         if not objs:
             objs = [k for k in range(end, self.n) if k in self.obj_of][:1]
+        before = [h for h, _, _ in self.objects if h < start]
         if self.heads[first] == first or self.heads[first] in span:
             # The parser made the span the root: the subject is the nearest earlier object.
-            before = [h for h, _, _ in self.objects if h < start]
             if before and objs:
                 self._emit([before[-1]], canonical, objs)
+            return
+        gov = self._governor(self.heads[first])
+        if (
+            before
+            and objs
+            and gov
+            and gov[0]
+            and all(s >= end and self._listed(first, s) for s in gov[0])
+        ):
+            # "hexagon right of star / cross isolated": the verb's subject is another item
+            # of the list; the relation belongs to the object written before it.
+            self._emit([before[-1]], canonical, objs)
             return
         self._connector(first, canonical, objs)
 

@@ -14,7 +14,7 @@ from .predicates import PredicateMap, resolve_predicate_map
 
 # Bump when the extraction rules change what they produce for the same parse: the parse
 # rule has it as a param, so the corpora are parsed again.
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 
 class CaptionParser:

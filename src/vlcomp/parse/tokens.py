@@ -144,6 +144,10 @@ _WORD = re.compile(r"[^\W\d_]{2,}")
 # A list separator or dash between spaces ("red circle | free vector", "a - b"); it becomes
 # a comma of the same length, so that character offsets stay valid.
 _SEPARATOR = re.compile(r"(?<=\s)[|\-\u2013\u2014/+\u2022~](?=\s)")
+# Symbols that separate the items of a list (alt text: "star left of hexagon & cross |
+# clip art"); a relation does not reach across them. Dashes are left out: they also join
+# the words of a value ("dark-green").
+LIST_SEPARATORS = frozenset({"/", "|", "&", "+", "\u2022", "~"})
 
 
 def is_headline_case(text: str) -> bool:
