@@ -490,3 +490,12 @@ def test_hub_id_resolves_from_the_local_cache(tiny_gpt2, tmp_path, monkeypatch):
     assert scorer.name == "causal_lm/vlcomp-test/tiny@0123456789ab/mean_logprob"
     local = make_scorer({"kind": "causal_lm", "model": str(tiny_gpt2)})
     assert np.allclose(scorer.score(["a red dog"]), local.score(["a red dog"]))
+
+
+def test_minilm_queries_name_a_table_without_texts(tmp_path):
+    from vlcomp.scorers.trained import embed_minilm_queries
+
+    pl.DataFrame({"caption": ["a cat"]}).write_parquet(tmp_path / "candidates.parquet")
+    with pytest.raises(ValueError, match="candidates.parquet: no 'text' column"):
+        embed_minilm_queries(str(tmp_path / "candidates.parquet"), str(tmp_path / "q.parquet"))
+    assert not (tmp_path / "q.parquet").exists()

@@ -811,18 +811,14 @@ class _Extraction:
                 self._emit([before[-1]], canonical, objs)
             return
         gov = self._governor(self.heads[first])
-        if (
-            before
-            and objs
-            and gov
-            and gov[0]
-            and all(s >= end and self._listed(first, s) for s in gov[0])
-        ):
+        if gov is None or not objs:
+            return
+        subjects, prefix = gov
+        if before and subjects and all(s >= end and self._listed(first, s) for s in subjects):
             # "hexagon right of star / cross isolated": the verb's subject is another item
             # of the list; the relation belongs to the object written before it.
-            self._emit([before[-1]], canonical, objs)
-            return
-        self._connector(first, canonical, objs)
+            subjects, prefix = [before[-1]], ""
+        self._emit(subjects, f"{prefix} {canonical}", objs)
 
     def _prep_relation(self, p: int) -> None:
         objs = [c for c in self.children[p] if self.deps[c] == "pobj"][:1]

@@ -91,7 +91,7 @@ def build_minilm_index(
     build_index_from_texts(read_texts(captions), out, sample=sample, seed=seed)
 
 
-def _check_model(path: str | Path, expected_format: str) -> None:
+def _check_minilm_file(path: str | Path, expected_format: str) -> None:
     metadata = read_parquet_metadata(path)
     if metadata.get("format") != expected_format:
         raise ValueError(f"{path}: not a {expected_format} file (format={metadata.get('format')})")
@@ -133,7 +133,7 @@ class MiniLMFamiliarityScorer:
         device: str = "cpu",
         queries: str | Path | None = None,
     ) -> None:
-        _check_model(index, FORMAT)
+        _check_minilm_file(index, FORMAT)
         metadata = read_parquet_metadata(index)
         if k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -144,7 +144,7 @@ class MiniLMFamiliarityScorer:
         self.model = load_minilm(device)
         self.known: dict[str, np.ndarray] = {}
         if queries is not None:
-            _check_model(queries, QUERIES_FORMAT)
+            _check_minilm_file(queries, QUERIES_FORMAT)
             known = pl.read_parquet(queries)
             vectors = known["embedding"].to_numpy().astype(np.float32)
             self.known = dict(zip(known["text"].to_list(), vectors, strict=True))

@@ -37,7 +37,10 @@ def embed_minilm_queries(candidates: str, out: str, log: Callable[[str], None] =
 
     from vlcomp.scorers.familiarity import embed_queries
 
-    texts = pl.read_parquet(candidates, columns=["text"])["text"]
+    frame = pl.read_parquet(candidates)
+    if "text" not in frame.columns:
+        raise ValueError(f"{candidates}: no 'text' column to embed (columns {frame.columns})")
+    texts = frame["text"]
     log(f"embedded {embed_queries(texts, out)} distinct texts of {candidates} with MiniLM")
 
 
