@@ -13,4 +13,5 @@ with job_log(snakemake.log[0]) as log:
         snakemake.output.eval_items,
         snakemake.output.rejected,
         log,
+        summary_out=snakemake.output.summary,
     )

@@ -12,7 +12,6 @@ from .counts import (
     read_counts,
     read_totals,
 )
-from .normalize import normalize_text, singularize
 from .units import GraphUnits, graph_units
 
 __all__ = [
@@ -25,8 +24,6 @@ __all__ = [
     "count_shard",
     "graph_units",
     "merge_counts",
-    "normalize_text",
     "read_counts",
     "read_totals",
-    "singularize",
 ]

@@ -24,9 +24,9 @@ import polars as pl
 import pyarrow.parquet as pq
 
 from vlcomp.counts.counts import TABLE_KEYS, TABLES, count_shard, merge_counts, read_counts
-from vlcomp.counts.normalize import normalize_text, singularize
 from vlcomp.counts.units import MAX_NODES
 from vlcomp.io import write_parquet
+from vlcomp.text import normalise_or_none
 
 
 def python_loop_counts(graphs: Path) -> dict[str, pl.DataFrame]:
@@ -47,17 +47,16 @@ def python_loop_counts(graphs: Path) -> dict[str, pl.DataFrame]:
         for obj in row["objects"] or []:
             if obj is None:
                 continue
-            lemma, name = normalize_text(obj["lemma"]), singularize(obj["name"])
-            atom = lemma or name
+            atom = normalise_or_none(obj["lemma"]) or normalise_or_none(obj["name"])
             if atom is None:
                 continue
             row_atoms.add(("object", atom))
             idx = obj["idx"]
             if idx is not None and 0 <= idx < MAX_NODES:
-                nodes.setdefault(idx, (atom, name or lemma))
+                nodes.setdefault(idx, (atom, atom))
         values: dict[int, set[str]] = {}
         for attr in row["attributes"] or []:
-            value = normalize_text(attr["value"]) if attr else None
+            value = normalise_or_none(attr["value"]) if attr else None
             if value is None:
                 continue
             row_atoms.add(("attribute", value))
@@ -65,7 +64,7 @@ def python_loop_counts(graphs: Path) -> dict[str, pl.DataFrame]:
                 row_compounds.add(("attr_obj", (value, nodes[attr["obj"]][0])))
                 values.setdefault(attr["obj"], set()).add(value)
         for rel in row["relations"] or []:
-            pred = normalize_text(rel["pred"]) if rel else None
+            pred = normalise_or_none(rel["pred"]) if rel else None
             if pred is None:
                 continue
             row_atoms.add(("relation", pred))

@@ -26,7 +26,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from vlcomp.contracts import GRAPH_SCHEMA
-from vlcomp.counts.normalize import NORMALIZATION_VERSION
 from vlcomp.counts.units import (
     ATOM_KINDS,
     COMPOUND_KINDS,
@@ -36,6 +35,7 @@ from vlcomp.counts.units import (
     extract_units,
 )
 from vlcomp.io import read_parquet_metadata, write_parquet
+from vlcomp.text import TEXT_LAYER_VERSION as NORMALIZATION_VERSION
 
 log = logging.getLogger(__name__)
 

@@ -6,12 +6,12 @@ normalize and pair things the same way.
 
 Definitions (per graph, i.e. per caption or item):
 
-- atoms: ``object`` (the object's lemma, normalized; the singularized name when the lemma
+- atoms: ``object`` (the object's lemma, normalized; the normalized name when the lemma
   is missing), ``attribute`` (value), ``relation`` (predicate);
 - compounds: ``attr_obj`` (attribute value, object atom) for every attribute attached to an
   object of the graph, ``obj_rel_obj`` (subject atom, predicate, object atom) for every
   relation whose two ends are objects of the graph;
-- bindings (BindSplit): (attribute value, singularized object name) with ``perfect`` true
+- bindings (BindSplit): (attribute value, object atom) with ``perfect`` true
   when the attribute is the only distinct attribute on that object node and false ("close")
   when the node carries several.
 
@@ -36,7 +36,7 @@ import polars as pl
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from vlcomp.counts.normalize import normalize_text, singularize
+from vlcomp.text import normalise_or_none
 
 ATOM_KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 COMPOUND_KINDS: tuple[str, ...] = ("attr_obj", "obj_rel_obj")
@@ -176,7 +176,7 @@ class CodedUnits:
 
     ``doc`` arrays hold the owner of each mention (the row, or a group of rows).
     atoms: kind index into ``ATOM_KINDS``, value. attr_obj: attr, obj. obj_rel_obj: subj,
-    pred, obj. bindings: one per distinct (node, attribute): attr, obj (singular name),
+    pred, obj. bindings: one per distinct (node, attribute): attr, obj (the object atom),
     perfect.
     """
 
@@ -207,17 +207,16 @@ def extract_units(graphs: pa.Table | pa.RecordBatch, doc: np.ndarray, vocab: Voc
 
     objects = graphs.column("objects")
     obj_rows, (obj_idx, obj_name, obj_lemma) = _flatten(objects, ("idx", "name", "lemma"))
-    lemma = _coded(obj_lemma, vocab, normalize_text)
-    name = _coded(obj_name, vocab, singularize)
+    lemma = _coded(obj_lemma, vocab, normalise_or_none)
+    name = _coded(obj_name, vocab, normalise_or_none)
     atom = np.where(lemma >= 0, lemma, name)
-    bind = np.where(name >= 0, name, lemma)
     find = _node_finder(objects, obj_rows, _ints(obj_idx), atom >= 0)
-    node_rows, node_atom, node_bind = find.rows, atom[find.objects], bind[find.objects]
+    node_rows, node_atom = find.rows, atom[find.objects]
     keep = atom >= 0
     obj_rows, atom = obj_rows[keep], atom[keep]
 
     attr_rows, (attr_obj, attr_value) = _flatten(graphs.column("attributes"), ("obj", "value"))
-    value = _coded(attr_value, vocab, normalize_text)
+    value = _coded(attr_value, vocab, normalise_or_none)
     keep = value >= 0
     attr_rows, value = attr_rows[keep], value[keep]
     attr_node = find(attr_rows, _ints(attr_obj)[keep])
@@ -226,7 +225,7 @@ def extract_units(graphs: pa.Table | pa.RecordBatch, doc: np.ndarray, vocab: Voc
     rel_rows, (rel_subj, rel_pred, rel_obj) = _flatten(
         graphs.column("relations"), ("subj", "pred", "obj")
     )
-    pred = _coded(rel_pred, vocab, normalize_text)
+    pred = _coded(rel_pred, vocab, normalise_or_none)
     keep = pred >= 0
     rel_rows, pred = rel_rows[keep], pred[keep]
     subj_node = find(rel_rows, _ints(rel_subj)[keep])
@@ -252,7 +251,7 @@ def extract_units(graphs: pa.Table | pa.RecordBatch, doc: np.ndarray, vocab: Voc
         rel_doc=doc[rel_rows[linked]],
         rel=(node_atom[subj_node[linked]], pred[linked], node_atom[obj_node[linked]]),
         binding_doc=node_doc[pair_node],
-        binding=(pair_value, node_bind[pair_node]),
+        binding=(pair_value, node_atom[pair_node]),
         binding_perfect=n_values[pair_node] == 1,
         n_dangling_attributes=int((~attached).sum()),
         n_dangling_relations=int((~linked).sum()),

@@ -5,8 +5,9 @@ with its scene graph, when it passes, in this order (the first failure is the re
 reason, see ``REGION_REASONS``):
 
 1. the region has an id, an image id and a valid box (``invalid_box``: missing, not a
-   number, negative x/y or non-positive size; with ``clip_to_image`` the box is clipped to
-   the image first, otherwise a box leaving the image is invalid); the image's size is
+   number, negative x/y or non-positive size, or leaving the image; with
+   ``clip_to_image`` a box leaving the image is clipped to it and counted in the summary's
+   ``clipped_boxes``, and only one wholly outside is invalid); the image's size is
    known from ``image_data.json`` (``unknown_image``); a repeated region id is
    ``duplicate_id``;
 2. the phrase passes caption screening (``rules``: empty, too long, non-English, ...);
@@ -24,16 +25,21 @@ reason, see ``REGION_REASONS``):
 
 The region's graph comes from ``region_graphs.json`` when present (``graphs: auto``): per
 image {image_id, regions: [{region_id, phrase, x, y, width, height, objects: [{object_id,
-name or names, attributes?, ...}], relationships: [{subject_id, object_id, predicate}]}]}.
+name or names, ...}], relationships: [{subject_id, object_id, predicate}]}]}; Visual
+Genome's region graphs carry no attributes, so each object gets those that
+``attributes.json`` (else ``scene_graphs.json``) annotates for it (``visual_genome``).
 Otherwise (or with ``graphs: scene_graphs``) it is derived from ``region_descriptions.json``
 and the image's scene graph (``scene_graphs.json``, else ``attributes.json`` +
 ``relationships.json``): the objects whose box lies at least ``inside_fraction`` inside the
 region box, their attributes, and the relations among them. That fallback over-approximates
 what a phrase states (any object in the box counts), so prefer region graphs.
 
-Names and predicates are lower-cased with whitespace collapsed; the ``lemma`` is that
-normalised name (no lemmatiser is applied). Relations whose subject or object is not an
-object of the region graph are dropped. Files are streamed (``jsonstream``); the scene-graph
+Every file is read through ``visual_genome`` (names, merged ids, attribute joins, image
+sizes). Names are kept as written; lemmas, attribute values and predicates are put in the
+parser's form by a ``GraphCanon`` (``vlcomp.text.canon``: "Men" -> "man", "wearing" ->
+"wear", "parked on" -> "park on"), so that an annotated region and the same words in a
+training caption give the same atoms. Relations whose subject or object is not an object
+of the region graph are dropped. Files are streamed (``jsonstream``); the scene-graph
 file is joined by image id and is held in memory only as far as its image order differs
 from the region file's.
 """
@@ -49,12 +55,28 @@ from pathlib import Path
 from typing import Any
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, REJECTED_SCHEMA
+from vlcomp.text.canon import GraphCanon
+from vlcomp.text.lemma import load_lemmatizer
 
 from .jsonstream import iter_json_array
 from .readers import REGION_BOX_KEYS, Rejected, SeenIds, parse_box
 from .rules import REASONS as SCREEN_REASONS
 from .rules import CaptionRules, RulesError, screen, truncate
 from .tables import open_tables
+from .visual_genome import (
+    AttributeIndex,
+    Joined,
+    MergeCounts,
+    attribute_sources,
+    endpoint,
+    has_scene_graphs,
+    image_key,
+    image_sizes,
+    merge_attributes,
+    object_id,
+    object_name,
+    scene_graphs,
+)
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +115,7 @@ class RegionFilters:
     dedupe: str = "image"
     graphs: str = "auto"
     inside_fraction: float = 0.75
-    clip_to_image: bool = True
+    clip_to_image: bool = False
     source: str = "vg_regions"
     rules: CaptionRules = field(default_factory=CaptionRules)
 
@@ -127,53 +149,40 @@ class RegionFilters:
 # ------------------------------------------------------------------------------ graphs
 
 
-def _norm(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    text = " ".join(value.split()).lower()
-    return text or None
+def default_canon() -> GraphCanon:
+    """The parser's lemmatiser and the generic predicate map (the parse defaults)."""
+    from vlcomp.parse.predicates import PredicateMap
+
+    return GraphCanon(load_lemmatizer(), PredicateMap.build())
 
 
-def _object_name(obj: Mapping[str, Any]) -> str | None:
-    name = obj.get("name")
-    if not isinstance(name, str):
-        names = obj.get("names")
-        name = names[0] if isinstance(names, list) and names else None
-    return _norm(name)
-
-
-def _endpoint(rel: Mapping[str, Any], role: str) -> Any:
-    """Object id of a relationship's subject/object (scene-graph or relationships.json
-    layout)."""
-    if f"{role}_id" in rel:
-        return rel[f"{role}_id"]
-    ref = rel.get(role)
-    return ref.get("object_id") if isinstance(ref, dict) else None
-
-
-def build_graph(objects: list[Any], relationships: list[Any]) -> Graph:
-    """A graph in the contract's form from Visual Genome objects and relationships."""
+def build_graph(objects: list[Any], relationships: list[Any], canon: GraphCanon) -> Graph:
+    """A graph in the contract's form from Visual Genome objects and relationships: names
+    as written, lemmas, attribute values and predicates in the parser's form (``canon``)."""
     idx_of: dict[Any, int] = {}
     objs: list[tuple[int, str, str]] = []
     attrs: list[tuple[int, str]] = []
     for obj in objects:
         if not isinstance(obj, dict):
             continue
-        name, oid = _object_name(obj), obj.get("object_id")
-        if name is None or oid is None or isinstance(oid, dict | list) or oid in idx_of:
+        name, oid = object_name(obj), object_id(obj)
+        lemma = canon.object_lemma(name)
+        if name is None or lemma is None or oid is None or oid in idx_of:
             continue
         idx = idx_of[oid] = len(objs)
-        objs.append((idx, name, name))
+        objs.append((idx, name, lemma))
         values = obj.get("attributes")
-        for value in dict.fromkeys(map(_norm, values if isinstance(values, list) else [])):
+        for value in dict.fromkeys(
+            map(canon.attribute, values if isinstance(values, list) else [])
+        ):
             if value is not None:
                 attrs.append((idx, value))
     rels: dict[tuple[int, str, int], None] = {}
     for rel in relationships:
         if not isinstance(rel, dict):
             continue
-        subj, obj_ = idx_of.get(_endpoint(rel, "subject")), idx_of.get(_endpoint(rel, "object"))
-        pred = _norm(rel.get("predicate"))
+        subj, obj_ = idx_of.get(endpoint(rel, "subject")), idx_of.get(endpoint(rel, "object"))
+        pred = canon.predicate(rel.get("predicate"))
         if subj is not None and obj_ is not None and pred is not None:
             rels[(subj, pred, obj_)] = None
     return objs, attrs, list(rels)
@@ -218,7 +227,10 @@ def _inside(obj: Mapping[str, Any], box: tuple[int, int, int, int], fraction: fl
 
 
 def restrict(
-    image_graph: Mapping[str, Any], box: tuple[int, int, int, int], fraction: float
+    image_graph: Mapping[str, Any],
+    box: tuple[int, int, int, int],
+    fraction: float,
+    canon: GraphCanon,
 ) -> Graph:
     """The part of an image scene graph inside ``box`` (see module docstring)."""
     objects = [
@@ -226,81 +238,35 @@ def restrict(
         for o in image_graph.get("objects", [])
         if isinstance(o, dict) and _inside(o, box, fraction)
     ]
-    return build_graph(objects, image_graph.get("relationships", []))
+    return build_graph(objects, image_graph.get("relationships", []), canon)
 
 
 # ------------------------------------------------------------------------- file streams
 
 
-def _image_key(entry: Mapping[str, Any]) -> str | None:
-    value = entry.get("image_id", entry.get("id"))
-    return None if value is None else str(value)
-
-
-class _Joined:
-    """Per-image documents of a second file, fetched by image id while both files are
-    streamed; entries read ahead of need wait in ``pending`` (little when orders agree)."""
-
-    def __init__(self, items: Iterator[tuple[str | None, Any]]) -> None:
-        self.items = items
-        self.pending: dict[str | None, Any] = {}
-
-    def get(self, key: str) -> Any:
-        if key in self.pending:
-            return self.pending.pop(key)
-        for k, value in self.items:
-            if k == key:
-                return value
-            self.pending[k] = value
-        return None
-
-
-def _by_image(path: Path) -> Iterator[tuple[str | None, Any]]:
-    for _, _, entry in iter_json_array(path):
-        if isinstance(entry, dict):
-            yield _image_key(entry), entry
-
-
-def _attributes_and_relationships(vg_dir: Path) -> Iterator[tuple[str | None, Any]]:
-    """Image scene graphs assembled from attributes.json and relationships.json."""
-    relationships = _Joined(_by_image(vg_dir / "relationships.json"))
-    for key, entry in _by_image(vg_dir / "attributes.json"):
-        objects = [o for o in entry.get("attributes", []) if isinstance(o, dict)]
-        rels_entry = relationships.get(key) if key is not None else None
-        rels = rels_entry.get("relationships", []) if rels_entry else []
-        known = {o.get("object_id") for o in objects}
-        for rel in rels:
-            for role in ("subject", "object"):
-                ref = rel.get(role) if isinstance(rel, dict) else None
-                if isinstance(ref, dict) and ref.get("object_id") not in known:
-                    objects.append(ref)
-                    known.add(ref.get("object_id"))
-        yield key, {"objects": objects, "relationships": rels}
-
-
-def _image_sizes(vg_dir: Path) -> dict[str, tuple[int, int]]:
-    path = vg_dir / "image_data.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: needed for image sizes (area fraction, clipping)")
-    sizes = {}
-    for _, _, entry in iter_json_array(path):
-        if isinstance(entry, dict) and _image_key(entry) is not None:
-            w, h = entry.get("width"), entry.get("height")
-            if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0:
-                sizes[_image_key(entry)] = (w, h)
-    return sizes  # type: ignore[return-value]
-
-
-def _regions(vg_dir: Path, filters: RegionFilters) -> Iterator[tuple[str, str, Any, Any]]:
+def _regions(
+    vg_dir: Path, filters: RegionFilters, canon: GraphCanon, merge: MergeCounts
+) -> Iterator[tuple[str, str, Any, Any]]:
     """(source file, location, image id, (region, graph source)) per region in file order;
     the graph source is the region's Graph, or its image's scene graph (a dict), or None
-    when the image has none. A malformed entry comes with itself instead of the pair."""
+    when the image has none. A malformed entry comes with itself instead of the pair.
+    Region-graph objects get the attributes that ``attributes.json`` (else
+    ``scene_graphs.json``) annotates for them; ``merge`` counts what was joined."""
     region_graphs = vg_dir / "region_graphs.json"
     use_region_graphs = filters.graphs == "region_graphs" or (
         filters.graphs == "auto" and region_graphs.is_file()
     )
+    attributes: Joined | None = None
+    scene: Joined | None = None
     if use_region_graphs:
-        path, scene = region_graphs, None
+        path = region_graphs
+        attributes = attribute_sources(vg_dir)
+        if attributes is None:
+            log.warning(
+                "%s: region graphs carry no attributes and there is no attributes.json or "
+                "scene_graphs.json to take them from: items will have no attributes",
+                vg_dir,
+            )
     else:
         if filters.graphs == "auto":
             log.warning(
@@ -310,36 +276,48 @@ def _regions(vg_dir: Path, filters: RegionFilters) -> Iterator[tuple[str, str, A
                 vg_dir,
             )
         path = vg_dir / "region_descriptions.json"
-        if (vg_dir / "scene_graphs.json").is_file():
-            scene = _Joined(_by_image(vg_dir / "scene_graphs.json"))
-        elif (vg_dir / "attributes.json").is_file() and (vg_dir / "relationships.json").is_file():
-            scene = _Joined(_attributes_and_relationships(vg_dir))
-        else:
+        if not has_scene_graphs(vg_dir):
             raise FileNotFoundError(
                 f"{vg_dir}: no region_graphs.json, scene_graphs.json or "
                 "attributes.json + relationships.json to take region graphs from"
             )
+        scene = Joined(scene_graphs(vg_dir, merge))
     for i, offset, entry in iter_json_array(path):
         regions = entry.get("regions") if isinstance(entry, dict) else None
         if not isinstance(regions, list):
             yield str(path), f"[{i}] (byte {offset})", None, entry
             continue
-        image = _image_key(entry)
+        image = image_key(entry)
         image_graph = scene.get(image) if scene is not None and image is not None else None
+        index = None
+        if attributes is not None and image is not None:
+            index = AttributeIndex.of(attributes.get(image) or [])
+        in_regions: set[Any] = set()
         for k, region in enumerate(regions):
             loc = f"[{i}].regions[{k}] (byte {offset})"
             if isinstance(region, dict):
                 region_image = region.get("image_id")
                 region_image = image if region_image is None else str(region_image)
                 if use_region_graphs:
-                    graph = build_graph(
-                        region.get("objects") or [], region.get("relationships") or []
+                    objects, rels, joined = merge_attributes(
+                        region.get("objects") or [],
+                        region.get("relationships") or [],
+                        index,
+                        phrase=region.get("phrase")
+                        if isinstance(region.get("phrase"), str)
+                        else "",
                     )
+                    joined.attributes_unmatched = 0  # counted per image, below
+                    merge.add(joined)
+                    in_regions.update(object_id(o) for o in objects)
+                    graph = build_graph(objects, rels, canon)
                 else:
                     graph = image_graph
                 yield str(path), loc, region_image, (region, graph)
             else:
                 yield str(path), loc, image, region
+        if index is not None:
+            merge.attributes_unmatched += len({index.resolve(k) for k in index.by_id} - in_regions)
 
 
 # ------------------------------------------------------------------------------ filters
@@ -359,25 +337,62 @@ def _raw_region(region: Mapping[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class RegionSummary:
+    """What reading the regions did: kept and rejected regions, boxes clipped to their
+    image, kept items with attributes / relations, and what joining files merged."""
+
     kept: int = 0
     rejected: Counter[str] = field(default_factory=Counter)
+    clipped_boxes: int = 0
+    items_with_attributes: int = 0
+    items_with_relations: int = 0
+    merge: MergeCounts = field(default_factory=MergeCounts)
 
     def describe(self) -> str:
         total = self.kept + sum(self.rejected.values())
         parts = ", ".join(f"{k} {v}" for k, v in sorted(self.rejected.items())) or "none"
         return (
-            f"{total} regions: {self.kept} kept; rejected {sum(self.rejected.values())} ({parts})"
+            f"{total} regions: {self.kept} kept ({self.items_with_attributes} with attributes, "
+            f"{self.items_with_relations} with relations); rejected "
+            f"{sum(self.rejected.values())} ({parts}); {self.clipped_boxes} boxes clipped to "
+            f"their image; merged: {self.merge.as_dict()}"
         )
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "items": self.kept,
+            "rejected": sum(self.rejected.values()),
+            "rejected_by_reason": dict(sorted(self.rejected.items())),
+            "clipped_boxes": self.clipped_boxes,
+            "items_with_attributes": self.items_with_attributes,
+            "items_with_relations": self.items_with_relations,
+            "merged": self.merge.as_dict(),
+        }
+
+    def warnings(self) -> list[str]:
+        """Loud messages for an item set that lost a whole kind of annotation."""
+        out = []
+        if self.kept and not self.items_with_attributes:
+            out.append(
+                f"none of {self.kept} items has an attribute: CREPE has no attribute "
+                "compounds and BindSplit no bindings (are attributes.json or scene graphs "
+                "with attributes beside the region files?)"
+            )
+        if self.kept and not self.items_with_relations:
+            out.append(f"none of {self.kept} items has a relation")
+        return out
 
 
 class _Checker:
     """Applies the filters to one region at a time (holds the de-duplication state)."""
 
-    def __init__(self, filters: RegionFilters, sizes: dict[str, tuple[int, int]]) -> None:
-        self.filters, self.sizes = filters, sizes
+    def __init__(
+        self, filters: RegionFilters, sizes: Mapping[str, tuple[int, int]], canon: GraphCanon
+    ) -> None:
+        self.filters, self.sizes, self.canon = filters, sizes, canon
         self.seen_ids = SeenIds()
         self.seen_graphs: set[Any] = set()
         self.graphs_image: str | None = None
+        self.clipped = 0
 
     def box(self, region: Mapping[str, Any], image: str) -> tuple[str | None, Any]:
         """(None, (box, image size)) or (reason, None) for the id and box checks."""
@@ -392,10 +407,12 @@ class _Checker:
         size = self.sizes.get(image)
         if size is None:
             return "unknown_image", None
-        if self.filters.clip_to_image:
+        if box[0] + box[2] > size[0] or box[1] + box[3] > size[1]:
+            if not self.filters.clip_to_image:
+                return "invalid_box", None
             box = _clip(box, size)
-        elif box[0] + box[2] > size[0] or box[1] + box[3] > size[1]:
-            box = None
+            if box is not None:
+                self.clipped += 1
         return ("invalid_box", None) if box is None else (None, (box, size))
 
     def check(self, region: Mapping[str, Any], image: str, source: Any) -> tuple[str, Any]:
@@ -419,7 +436,7 @@ class _Checker:
         graph = (
             source
             if isinstance(source, tuple)
-            else restrict(source, (x, y, w, h), f.inside_fraction)
+            else restrict(source, (x, y, w, h), f.inside_fraction, self.canon)
         )
         n_atoms, n_compounds = atoms_and_compounds(graph)
         if n_atoms < f.min_atoms:
@@ -452,14 +469,24 @@ class _Checker:
 
 
 def iter_eval_items(
-    vg_dir: Path, filters: RegionFilters, sizes: dict[str, tuple[int, int]] | None = None
+    vg_dir: Path,
+    filters: RegionFilters,
+    sizes: Mapping[str, tuple[int, int]] | None = None,
+    canon: GraphCanon | None = None,
+    summary: RegionSummary | None = None,
 ) -> Iterator[tuple[str, dict[str, Any] | Rejected]]:
     """("item", row) for each kept region and (source file, Rejected) for each other one,
-    in file order. ``sizes`` (image id -> (width, height)) defaults to image_data.json."""
+    in file order. ``sizes`` (image id -> (width, height)) defaults to image_data.json;
+    ``canon`` (annotations in the parser's form) to ``default_canon()``. ``summary``
+    collects clipped boxes and merge counts."""
     vg_dir = Path(vg_dir)
-    checker = _Checker(filters, _image_sizes(vg_dir) if sizes is None else sizes)
+    canon = canon or default_canon()
+    summary = summary if summary is not None else RegionSummary()
+    if sizes is None:
+        sizes = image_sizes(vg_dir, "region areas and boxes")
+    checker = _Checker(filters, sizes, canon)
     limit = filters.rules.raw_chars
-    for path, loc, image, payload in _regions(vg_dir, filters):
+    for path, loc, image, payload in _regions(vg_dir, filters, canon, summary.merge):
         if not isinstance(payload, tuple):
             yield path, Rejected(loc, "malformed_row", truncate(payload, limit))
             continue
@@ -468,6 +495,7 @@ def iter_eval_items(
             tag, value = "missing_field", None
         else:
             tag, value = checker.check(region, image, source)
+        summary.clipped_boxes = checker.clipped
         if tag == "item":
             yield tag, value
         else:
@@ -475,12 +503,18 @@ def iter_eval_items(
 
 
 def eval_items_from_vg(
-    vg_dir: Path, out: Path, rejected_out: Path, filters: Mapping[str, Any] | None = None
+    vg_dir: Path,
+    out: Path,
+    rejected_out: Path,
+    filters: Mapping[str, Any] | None = None,
+    canon: GraphCanon | None = None,
 ) -> RegionSummary:
     """Write the evaluation items (``EVAL_ITEMS_SCHEMA``) of the Visual Genome files in
     ``vg_dir`` to ``out`` and the rejected regions (``REJECTED_SCHEMA``) to
-    ``rejected_out``; ``filters`` as for ``RegionFilters.from_options``. Both files are
-    streamed and appear only when the job succeeds. Returns the counts (also logged)."""
+    ``rejected_out``; ``filters`` as for ``RegionFilters.from_options``, ``canon`` as for
+    ``iter_eval_items``. Both files are streamed and appear only when the job succeeds.
+    Returns the counts (also logged); an item set that lost a whole kind of annotation is
+    logged as a warning, and one whose annotated attributes all failed to join raises."""
     settings = RegionFilters.from_options(filters)
     meta = {
         "vlcomp.stage": "eval_items",
@@ -490,15 +524,29 @@ def eval_items_from_vg(
     paths = [Path(out), Path(rejected_out)]
     with open_tables(paths, [EVAL_ITEMS_SCHEMA, REJECTED_SCHEMA], [meta, meta]) as writers:
         items, rejected = writers
-        for tag, value in iter_eval_items(Path(vg_dir), settings):
+        for tag, value in iter_eval_items(Path(vg_dir), settings, canon=canon, summary=summary):
             if isinstance(value, Rejected):
                 rejected.add((tag, *value))
                 summary.rejected[value.reason] += 1
             else:
                 items.add([value[k] for k in EVAL_ITEMS_SCHEMA])
                 summary.kept += 1
+                summary.items_with_attributes += bool(value["attributes"])
+                summary.items_with_relations += bool(value["relations"])
             if items.buffered + rejected.buffered >= FLUSH_ROWS:
                 items.flush()
                 rejected.flush()
+        if (
+            summary.kept
+            and not summary.items_with_attributes
+            and summary.merge.attributes_unmatched
+        ):
+            raise ValueError(
+                f"{vg_dir}: {summary.merge.attributes_unmatched} annotated objects carry "
+                "attributes, but none matched an object of the regions (by object_id, or by "
+                "name and box): the files do not belong together"
+            )
     log.info("eval items from %s: %s", vg_dir, summary.describe())
+    for warning in summary.warnings():
+        log.warning("eval items from %s: %s", vg_dir, warning)
     return summary

@@ -50,7 +50,7 @@ import numpy as np
 import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
-from vlcomp.ingest.jsonstream import iter_json_array
+from vlcomp.ingest.visual_genome import image_sizes, scene_graphs
 from vlcomp.io import write_parquet
 
 from .productivity_graph import (
@@ -457,39 +457,25 @@ def _add_item(
 # ------------------------------------------------------------------------------ input
 
 
-def _image_sizes(vg_dir: Path) -> dict[str, tuple[int, int]]:
-    path = vg_dir / "image_data.json"
-    sizes: dict[str, tuple[int, int]] = {}
-    if not path.exists():
-        return sizes
-    for _, _, entry in iter_json_array(path):
-        if not isinstance(entry, dict):
-            continue
-        image_id = entry.get("image_id", entry.get("id"))
-        w, h = entry.get("width"), entry.get("height")
-        if isinstance(w, int) and isinstance(h, int) and w > 0 and h > 0:
-            sizes[str(image_id)] = (w, h)
-    return sizes
-
-
 def read_scene_graphs(vg_dir: Path, dropped: Counter[str] | None = None) -> Iterator[SceneGraph]:
-    """Scene graphs of ``vg_dir/scene_graphs.json`` (streamed), in file order.
+    """Scene graphs of the Visual Genome folder ``vg_dir`` (``scene_graphs.json``, else
+    objects + attributes + relationships, read by ``ingest.visual_genome``), streamed in
+    file order.
 
-    Image sizes come from ``image_data.json`` (else the entry's own width/height); an
-    image of unknown size raises ``ValueError``. Unreadable objects and relationships are
-    counted in ``dropped`` (``input: bad object`` / ``input: bad relationship``).
+    Image sizes come from ``image_data.json`` (required; else the entry's own
+    width/height); an image of unknown size raises ``ValueError``. Unreadable objects and
+    relationships are counted in ``dropped`` (``input: bad object`` / ``input: bad
+    relationship``).
     """
-    sizes = _image_sizes(Path(vg_dir))
-    path = Path(vg_dir) / "scene_graphs.json"
-    for index, _, entry in iter_json_array(path):
-        if not isinstance(entry, dict) or "image_id" not in entry:
-            raise ValueError(f"{path}: element {index} is not an image entry with an image_id")
-        image_id = str(entry["image_id"])
+    sizes = image_sizes(Path(vg_dir), needed_for="scene graph sizes")
+    for index, (image_id, entry) in enumerate(scene_graphs(Path(vg_dir))):
+        if image_id is None:
+            raise ValueError(f"{vg_dir}: scene graph {index} is not an image entry with an id")
         size = sizes.get(image_id)
         if size is None and isinstance(entry.get("width"), int):
             size = (entry["width"], entry["height"])
         if size is None:
-            raise ValueError(f"{path}: image {image_id}: size unknown (not in image_data.json)")
+            raise ValueError(f"{vg_dir}: image {image_id}: size unknown (not in image_data.json)")
         graph, bad = scene_graph_from_vg(entry, *size)
         if dropped is not None:
             dropped.update(f"input: {reason}" for reason in bad)

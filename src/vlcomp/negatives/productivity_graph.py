@@ -34,6 +34,8 @@ from typing import Any
 import numpy as np
 
 from vlcomp.ingest.readers import parse_box
+from vlcomp.ingest.visual_genome import endpoint, object_id, object_name
+from vlcomp.text import normalise_or_none
 
 _BOX_KEYS = ("x", "y", "w", "h")
 
@@ -89,32 +91,11 @@ class SceneGraph:
         return len(self.objects) + sum(len(o.attributes) for o in self.objects) + rels
 
 
-def normalise(value: Any) -> str | None:
-    """Lower-cased with whitespace collapsed; None for a non-string or empty value."""
-    if not isinstance(value, str):
-        return None
-    text = " ".join(value.split()).lower()
-    return text or None
-
-
-def _object_name(obj: Mapping[str, Any]) -> str | None:
-    names = obj.get("names")
-    if isinstance(names, list) and names:
-        return normalise(names[0])
-    return normalise(obj.get("name"))
-
-
-def _endpoint(rel: Mapping[str, Any], role: str) -> Any:
-    if f"{role}_id" in rel:
-        return rel[f"{role}_id"]
-    ref = rel.get(role)
-    return ref.get("object_id") if isinstance(ref, dict) else None
-
-
 def scene_graph_from_vg(
     entry: Mapping[str, Any], width: int, height: int
 ) -> tuple[SceneGraph, list[str]]:
-    """A scene graph from one ``scene_graphs.json`` element, and what was dropped (reasons).
+    """A scene graph from one image's Visual Genome graph (``ingest.visual_genome``), and
+    what was dropped (reasons).
 
     Dropped: objects without a usable id, name or box (``bad object``), repeated object
     ids; relationships whose ends are not kept objects or coincide (``bad relationship``);
@@ -128,7 +109,7 @@ def scene_graph_from_vg(
         if not isinstance(obj, dict):
             dropped.append("bad object")
             continue
-        oid, name = obj.get("object_id"), _object_name(obj)
+        oid, name = object_id(obj), normalise_or_none(object_name(obj))
         box = parse_box(obj, _BOX_KEYS)
         if not isinstance(oid, int) or isinstance(oid, bool) or name is None or box is None:
             dropped.append("bad object")
@@ -143,7 +124,7 @@ def scene_graph_from_vg(
             continue
         values = obj.get("attributes")
         attrs = dict.fromkeys(
-            v for v in map(normalise, values if isinstance(values, list) else []) if v
+            v for v in map(normalise_or_none, values if isinstance(values, list) else []) if v
         )
         index[oid] = len(objects)
         objects.append(SceneObject(oid, name, tuple(attrs), (x, y, x1 - x, y1 - y)))
@@ -153,9 +134,9 @@ def scene_graph_from_vg(
         if not isinstance(rel, dict):
             dropped.append("bad relationship")
             continue
-        subj = index.get(_endpoint(rel, "subject"))
-        obj_ = index.get(_endpoint(rel, "object"))
-        pred = normalise(rel.get("predicate"))
+        subj = index.get(endpoint(rel, "subject"))
+        obj_ = index.get(endpoint(rel, "object"))
+        pred = normalise_or_none(rel.get("predicate"))
         rid = rel.get("relationship_id")
         if subj is None or obj_ is None or subj == obj_ or pred is None:
             dropped.append("bad relationship")

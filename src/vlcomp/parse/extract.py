@@ -64,6 +64,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from vlcomp.text.lemma import ADJ_TAGS, NOUN_TAGS, VERB_TAGS, Lemmatizer
+
 from .lexicon import (
     ANAPHORS,
     BASIC_COLOURS,
@@ -84,7 +86,7 @@ from .lexicon import (
     RELATIVE_PRONOUNS,
 )
 from .predicates import PredicateMap
-from .tokens import ADJ_TAGS, LIST_SEPARATORS, NOUN_TAGS, VERB_TAGS, Lemmatizer, Tokens
+from .tokens import LIST_SEPARATORS, Tokens
 
 Object = tuple[int, str, str]  # (idx, name as written, lemma)
 Attribute = tuple[int, str]  # (object idx, value)

@@ -129,26 +129,3 @@ NUMBER_WORDS: dict[str, str] = {
     )
 }
 NUMBER_WORDS["dozen"] = "12"
-
-# Nouns that are plural in form only: their lemma is the word itself.
-PLURAL_ONLY: frozenset[str] = frozenset(
-    """
-    glasses sunglasses eyeglasses goggles binoculars scissors shears pliers tongs pants
-    trousers jeans shorts tights leggings pajamas pyjamas overalls clothes headphones
-    earphones stairs news series species
-    """.split()
-)
-
-# Verbs: the first rule whose form is a known lemma wins ("riding" -> "ride"), except for
-# these ("singing" would be "singe").
-VERB_LEMMA_FIXES: dict[str, str] = {
-    "singing": "sing",
-    "swinging": "swing",
-    "clinging": "cling",
-    "stinging": "sting",
-    "slinging": "sling",
-    "flinging": "fling",
-}
-
-# Nouns: the most specific rule wins ("crosses" -> "cross"), except for these.
-NOUN_LEMMA_FIXES: dict[str, str] = {"vases": "vase", "cookies": "cookie", "uses": "use"}

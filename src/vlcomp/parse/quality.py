@@ -31,12 +31,13 @@ from typing import Any
 import polars as pl
 
 from vlcomp.io import atomic_path, write_parquet
+from vlcomp.text import normalise
+from vlcomp.text.lemma import Lemmatizer
 
 from .backends import DEFAULT_SPACY_MODEL
 from .extract import SceneGraph
 from .parser import CaptionParser, make_options
-from .predicates import PredicateMap, normalise_words, resolve_predicate_map
-from .tokens import Lemmatizer
+from .predicates import PredicateMap, resolve_predicate_map
 
 ELEMENTS = ("object", "attribute", "attribute_pair", "relation", "triplet")
 MATCHES = ("exact", "head")
@@ -74,7 +75,7 @@ def factual_graph(scene_graph: str) -> RawGraph:
     names: dict[str, int] = {}
 
     def node(name: str) -> int:
-        key = normalise_words(name)
+        key = normalise(name)
         return names.setdefault(key, len(names))
 
     attributes: list[tuple[int, str]] = []
@@ -86,9 +87,9 @@ def factual_graph(scene_graph: str) -> RawGraph:
         elif len(parts) == 3 and all(parts):
             subj, pred, obj = parts
             if pred == "is":
-                attributes.append((node(subj), normalise_words(obj)))
+                attributes.append((node(subj), normalise(obj)))
             else:
-                relations.append((node(subj), normalise_words(pred), node(obj)))
+                relations.append((node(subj), normalise(pred), node(obj)))
     return RawGraph(tuple(names), tuple(attributes), tuple(relations))
 
 
@@ -186,7 +187,7 @@ def graph_keys(
 
     objs = [cut(object_key(k)) for k in range(len(graph.objects))]
     n = len(objs)
-    values = [(o, cut(normalise_words(v))) for o, v in graph.attributes if 0 <= o < n]
+    values = [(o, cut(normalise(v))) for o, v in graph.attributes if 0 <= o < n]
     rels = [(s, predicate(p), o) for s, p, o in graph.relations if 0 <= s < n and 0 <= o < n]
     return {
         "object": set(objs),
@@ -232,7 +233,7 @@ def score(
             lemmas = gold_lemmas[k]
 
             def g_key(i: int, lemmas: Sequence[str] = lemmas) -> str:
-                return normalise_words(lemmas[i])
+                return normalise(lemmas[i])
         else:
 
             def g_key(i: int, g: RawGraph = g) -> str:

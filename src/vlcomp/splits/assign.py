@@ -11,7 +11,7 @@ CREPE systematicity (Ma et al., CVPR 2023, §3.2), per item, over the item's gra
 
 An item may hold several compounds; the rules above quantify over all of them (one unseen
 compound makes the item UC). CREPE's test sets only hold items with at least one compound:
-an item with none gets no split (null) and is reported as ``excluded``.
+an item with none gets no split (null) and is reported as ``no_compound``.
 
 BindSplit (Peng et al., 2026; the exact rules are not public, so they are defined here).
 Each distinct (attribute, object) binding of a text gets a label from the training
@@ -28,7 +28,7 @@ collapses to a split under a rule that says which labels count as seen:
 - LOOSE: ``perfect`` and ``close`` are seen;
 
 and the split is ``seen`` when every binding is seen, ``unseen`` when none is, else
-``mixed``. Texts without any binding get no bucket and no split (``excluded``). The same
+``mixed``. Texts without any binding get no bucket and no split (``no_binding``). The same
 is computed for the positive and the negative side alone (``pos_*``, ``neg_*``), which gives
 the positive/negative overlap asymmetry.
 """
@@ -45,9 +45,11 @@ import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
 from vlcomp.counts.counts import COUNT_UNIT, read_counts, read_totals
-from vlcomp.counts.normalize import NORMALIZATION_VERSION, normalize_text, singularize
 from vlcomp.counts.units import ATOM_KINDS, COMPOUND_KINDS, GraphUnits, graph_units
 from vlcomp.io import write_parquet
+from vlcomp.text import TEXT_LAYER_VERSION as NORMALIZATION_VERSION
+from vlcomp.text import normalise_or_none
+from vlcomp.text.lemma import load_lemmatizer
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +72,8 @@ RULES: dict[str, frozenset[str]] = {
     "strict": frozenset({PERFECT}),
     "loose": frozenset({PERFECT, CLOSE}),
 }
-EXCLUDED = "excluded"
+NO_COMPOUND = "no_compound"  # CREPE: an item without a compound has no split
+NO_BINDING = "no_binding"  # BindSplit: a text without an attribute-object binding
 
 Binding = tuple[str, str]  # (attribute, object lemma), normalized
 
@@ -204,8 +207,10 @@ def bindsplit_sample(
 
 
 def normalize_binding(attr: str, obj: str) -> Binding:
-    """A raw (attribute, object noun) pair as the bindings table keys it."""
-    a, o = normalize_text(attr), singularize(obj)
+    """A raw (attribute, object noun) pair as the bindings table keys it (the noun
+    lemmatised by the parser's lemmatiser)."""
+    a, o = normalise_or_none(attr), normalise_or_none(obj)
+    o = load_lemmatizer().phrase(o) if o is not None else None
     if a is None or o is None:
         raise ValueError(f"blank binding ({attr!r}, {obj!r})")
     return a, o
@@ -217,18 +222,15 @@ def graph_bindings(
     """((attr, obj_lemma), perfect) of one graph given as dicts (``objects``,
     ``attributes``), e.g. a negative's graph. Same rules as ``units.graph_units``."""
 
-    def text(x: object) -> str | None:
-        return x if isinstance(x, str) else None
-
     nodes: dict[int, str] = {}
     for o in graph.get("objects") or []:
-        name = singularize(text(o.get("name"))) or normalize_text(text(o.get("lemma")))
+        name = normalise_or_none(o.get("lemma")) or normalise_or_none(o.get("name"))
         idx = o.get("idx")
         if name is not None and isinstance(idx, int):
             nodes.setdefault(idx, name)
     values: dict[int, set[str]] = {}
     for a in graph.get("attributes") or []:
-        value, obj = normalize_text(text(a.get("value"))), a.get("obj")
+        value, obj = normalise_or_none(a.get("value")), a.get("obj")
         if value is not None and isinstance(obj, int) and obj in nodes:
             values.setdefault(obj, set()).add(value)
     out = {((v, nodes[idx]), len(vs) == 1) for idx, vs in values.items() for v in vs}
@@ -459,12 +461,12 @@ def summarize(
 ) -> pl.DataFrame:
     """Long summary table (``SUMMARY_SCHEMA``) with the sections:
 
-    - ``crepe_split_sizes``: items per CREPE split (and ``excluded``), with shares of the
+    - ``crepe_split_sizes``: items per CREPE split (and ``no_compound``), with shares of the
       included items;
     - ``crepe_unique``: distinct atoms per kind and compounds per kind among each split's
       items, and how many of them are unseen (CREPE Table 7 style);
     - ``bindsplit_buckets``: samples per bucket, for the sample and each side;
-    - ``bindsplit_split_sizes``: samples per split and rule (and ``excluded``);
+    - ``bindsplit_split_sizes``: samples per split and rule (and ``no_binding``);
     - ``bindsplit_asymmetry``: over samples with a negative and bindings on both sides, the
       share of positives vs negatives per split and rule, and ``seen_gap`` (positive minus
       negative share seen; BindSplit Fig. 3);
@@ -479,7 +481,7 @@ def summarize(
         k = int((split_col == split).sum())
         sizes += [(None, None, split, "items", float(k), n_items)]
         sizes += [(None, None, split, "share", _share(k, n_included), n_included)]
-    sizes.append((None, None, EXCLUDED, "items", float(n_items - n_included), n_items))
+    sizes.append((None, None, NO_COMPOUND, "items", float(n_items - n_included), n_items))
     rows += _rows(corpus, "crepe_split_sizes", sizes)
 
     split_of = assignments.select(pl.col("item_id").alias("doc"), "crepe_split").filter(
@@ -525,7 +527,7 @@ def summarize(
             k = int((values == split).sum())
             size_rows += [(rule, "sample", split, "samples", float(k), n_items)]
             size_rows += [(rule, "sample", split, "share", _share(k, n), n)]
-        size_rows.append((rule, "sample", EXCLUDED, "samples", float(n_items - n), n_items))
+        size_rows.append((rule, "sample", NO_BINDING, "samples", float(n_items - n), n_items))
     rows += _rows(corpus, "bindsplit_split_sizes", size_rows)
 
     paired = assignments.filter(
@@ -594,5 +596,5 @@ def assign_splits(
     }
     write_parquet(assignments, out, meta)
     write_parquet(summary, summary_out, meta)
-    sizes = assignments["crepe_split"].fill_null(EXCLUDED).value_counts(sort=True).rows()
+    sizes = assignments["crepe_split"].fill_null(NO_COMPOUND).value_counts(sort=True).rows()
     log.info("%s / %s: %d items, CREPE %s", items, corpus, assignments.height, dict(sizes))

@@ -1,0 +1,51 @@
+"""Annotated scene graphs in the parser's canonical form.
+
+A Visual Genome annotation writes "wearing", "has", "parked on", "ON", "Men", "White ";
+the parser, reading the same words in a caption, writes the predicates "wear", "have",
+"park on", "on", the object lemma "man" and the attribute "white". ``GraphCanon`` maps
+annotations to that form with the parser's own lemmatiser and predicate map, so that the
+same phrase as an annotation and as a caption yields the same atoms:
+
+- object: ``Lemmatizer.phrase`` (last word as a noun: "tennis rackets" -> "tennis racket",
+  "glasses" stays);
+- attribute: ``normalise``;
+- predicate: ``normalise``; articles dropped ("on a" -> "on"); copula forms dropped
+  when other words remain ("is on" -> "on"); the first word lemmatised as a verb unless it
+  is a preposition ("sitting on" -> "sit on", "has" -> "have", "left of" stays); then the
+  predicate map (the parse settings' ``predicate_map``, e.g. "to the left of" ->
+  "left of").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import normalise_or_none
+from .lemma import Lemmatizer
+from .lexicon import ARTICLES, COPULA_FORMS, PREPOSITIONS
+
+
+@dataclass(frozen=True)
+class GraphCanon:
+    lemmatizer: Lemmatizer
+    predicate_map: Callable[[str], str] = field(default=lambda p: p)
+
+    def object_lemma(self, name: object) -> str | None:
+        text = normalise_or_none(name)
+        return self.lemmatizer.phrase(text) if text is not None else None
+
+    def attribute(self, value: object) -> str | None:
+        return normalise_or_none(value)
+
+    def predicate(self, predicate: object) -> str | None:
+        text = normalise_or_none(predicate)
+        if text is None:
+            return None
+        words = [w for w in text.split() if w not in ARTICLES] or text.split()
+        rest = [w for w in words if w not in COPULA_FORMS]
+        words = rest or words
+        first = words[0]
+        if first not in PREPOSITIONS and first not in COPULA_FORMS:
+            words[0] = self.lemmatizer.verb(first, "VBZ")
+        return self.predicate_map(" ".join(words))
