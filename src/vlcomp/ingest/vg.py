@@ -56,7 +56,6 @@ from typing import Any
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, REJECTED_SCHEMA
 from vlcomp.text.canon import GraphCanon
-from vlcomp.text.lemma import load_lemmatizer
 
 from .jsonstream import iter_json_array
 from .readers import REGION_BOX_KEYS, Rejected, SeenIds, parse_box
@@ -150,10 +149,10 @@ class RegionFilters:
 
 
 def default_canon() -> GraphCanon:
-    """The parser's lemmatiser and the generic predicate map (the parse defaults)."""
-    from vlcomp.parse.predicates import PredicateMap
+    """Annotations in the form the parser writes with its default settings."""
+    from vlcomp.parse.parser import graph_canon
 
-    return GraphCanon(load_lemmatizer(), PredicateMap.build())
+    return graph_canon({})
 
 
 def build_graph(objects: list[Any], relationships: list[Any], canon: GraphCanon) -> Graph:
@@ -184,6 +183,9 @@ def build_graph(objects: list[Any], relationships: list[Any], canon: GraphCanon)
         subj, obj_ = idx_of.get(endpoint(rel, "subject")), idx_of.get(endpoint(rel, "object"))
         pred = canon.predicate(rel.get("predicate"))
         if subj is not None and obj_ is not None and pred is not None:
+            turned, pred = canon.relation(objs[subj][2], pred)
+            if turned:
+                subj, obj_ = obj_, subj
             rels[(subj, pred, obj_)] = None
     return objs, attrs, list(rels)
 

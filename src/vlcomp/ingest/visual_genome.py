@@ -152,13 +152,14 @@ class AttributeIndex:
     @classmethod
     def of(cls, objects: list[Any]) -> AttributeIndex:
         index = cls()
+        objects = [o for o in objects if isinstance(o, dict)]
         for obj in objects:
-            if not isinstance(obj, dict):
-                continue
             oid = object_id(obj)
             for merged in obj.get("merged_object_ids") or []:
                 if oid is not None and not isinstance(merged, dict | list):
                     index.aliases.setdefault(merged, oid)
+        for obj in objects:
+            oid = index.resolve(object_id(obj))
             values = _values(obj)
             if not values:
                 continue
@@ -177,8 +178,6 @@ class AttributeIndex:
         oid = object_id(obj)
         if oid is not None:
             found = self.by_id.get(self.resolve(oid))
-            if found is None:
-                found = self.by_id.get(oid)
             if found is not None:
                 return found
         name = normalise_or_none(object_name(obj))

@@ -8,6 +8,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from vlcomp.text.canon import GraphCanon
+from vlcomp.text.lemma import DEFAULT_SPACY_MODEL, load_lemmatizer
+
 from .backends import Backend, make_backend
 from .extract import ExtractOptions, SceneGraph, extract_graph
 from .predicates import PredicateMap, resolve_predicate_map
@@ -113,3 +116,16 @@ def make_options(
     if frame_objects is not None:
         kwargs["frame_objects"] = frozenset(" ".join(s.lower().split()) for s in frame_objects)
     return ExtractOptions(**kwargs)
+
+
+def graph_canon(settings: Mapping[str, Any]) -> GraphCanon:
+    """Annotated graphs in the form the parser configured by ``settings`` (a ``parse``
+    config mapping) writes: its lemmatiser, predicate map and "of" rule."""
+    options = make_options(settings.get("predicate_map"), strip_verbs=settings.get("strip_verbs"))
+    model = settings.get("model") or DEFAULT_SPACY_MODEL
+    return GraphCanon(
+        load_lemmatizer(model),
+        options.predicates,
+        of_as_have=options.of_as_have,
+        containers=options.containers,
+    )

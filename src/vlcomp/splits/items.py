@@ -13,8 +13,11 @@ the records it could not use (``contracts.REJECTED_SCHEMA``):
   that is not in the file's ``images`` (``unknown_image``) is rejected.
 
 ``image_index_job`` resolves every image id that an evaluation set's tables refer to to a
-file under the set's ``images`` folder and checks that PIL can read it
-(``IMAGE_INDEX_SCHEMA``). Evaluation looks image files up there and never guesses names.
+file under the set's ``images`` folder and decodes the whole file as evaluation will
+(``IMAGE_INDEX_SCHEMA``): a truncated or undecodable file is ``unreadable``, with PIL's
+error, never ``ok``. Evaluation looks image files up there and never guesses names. The
+decode results are kept in a cache keyed by (path, size, mtime_ns) (``ImageChecks``), so
+a rerun decodes only new or changed files; the index is the same with or without it.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -35,9 +40,11 @@ from vlcomp.contracts import EVAL_ITEMS_SCHEMA, REJECTED_SCHEMA, conform
 from vlcomp.ingest.jsonstream import iter_json_array
 from vlcomp.ingest.rules import truncate
 from vlcomp.ingest.vg import eval_items_from_vg
-from vlcomp.io import write_parquet
-from vlcomp.parse.backends import DEFAULT_MAX_CHARS, DEFAULT_SPACY_MODEL
-from vlcomp.parse.parser import CaptionParser, make_options
+from vlcomp.ingest.visual_genome import read_image_data
+from vlcomp.io import read_parquet_metadata, write_json, write_parquet
+from vlcomp.parse.backends import DEFAULT_MAX_CHARS
+from vlcomp.parse.parser import CaptionParser, graph_canon, make_options
+from vlcomp.text.lemma import DEFAULT_SPACY_MODEL
 
 EVAL_FORMATS: tuple[str, ...] = ("visual_genome", "coco_captions")
 COCO_SOURCE = "coco"
@@ -60,6 +67,15 @@ IMAGE_STATUSES: tuple[str, ...] = ("ok", "missing", "unreadable")
 IMAGE_SUFFIXES: tuple[str, ...] = ("jpg", "jpeg", "png", "webp")
 SHOW_MISSING = 5
 CHECK_THREADS = 8
+# What ``check_image`` accepts; a cache written under another version is not trusted.
+IMAGE_CHECK_VERSION = "full-decode-rgb-1"
+CHECK_CACHE_SCHEMA: dict[str, pl.DataType] = {
+    "path": pl.String,
+    "size": pl.Int64,
+    "mtime_ns": pl.Int64,
+    "status": pl.String,
+    "detail": pl.String,
+}
 
 
 def _require(source: Mapping[str, Any], key: str, fmt: str) -> Any:
@@ -172,28 +188,31 @@ def eval_items_job(
     items_out: str,
     rejected_out: str,
     log: Callable[[str], None] = print,
+    summary_out: str | None = None,
 ) -> dict[str, Any]:
     """Write the items of an evaluation set (``EVAL_ITEMS_SCHEMA``) to ``items_out`` and the
-    records it could not use (``REJECTED_SCHEMA``) to ``rejected_out``.
+    records it could not use (``REJECTED_SCHEMA``) to ``rejected_out``, and the counts to
+    ``summary_out`` (JSON) when given.
 
     ``fmt`` "visual_genome": ``source`` {dir, images, regions: filter options of
-    ``vlcomp.ingest.vg.RegionFilters``}; "coco_captions": {captions, images}, graphs from our
-    parser configured by ``parse_settings`` (the ``parse`` config). Returns the counts
-    (format, items, rejected, rejected_by_reason; for COCO also empty_graphs), also logged.
+    ``vlcomp.ingest.vg.RegionFilters``}, annotations put in the form of the parser that
+    ``parse_settings`` configures (``graph_canon``); "coco_captions": {captions, images},
+    graphs from that parser. Returns the counts (format, items, rejected,
+    rejected_by_reason, items_with_attributes, items_with_relations; for VG also
+    clipped_boxes, merged and warnings; for COCO empty_graphs), also logged.
     """
     source = dict(source or {})
     if fmt == "visual_genome":
         vg_dir = Path(_require(source, "dir", fmt))
         result = eval_items_from_vg(
-            vg_dir, Path(items_out), Path(rejected_out), source.get("regions")
+            vg_dir,
+            Path(items_out),
+            Path(rejected_out),
+            source.get("regions"),
+            canon=graph_canon(parse_settings or {}),
         )
-        reasons = dict(sorted(result.rejected.items()))
-        summary: dict[str, Any] = {
-            "format": fmt,
-            "items": result.kept,
-            "rejected": sum(reasons.values()),
-            "rejected_by_reason": reasons,
-        }
+        summary: dict[str, Any] = {"format": fmt, **result.as_dict()}
+        summary["warnings"] = result.warnings()
     elif fmt == "coco_captions":
         captions = Path(_require(source, "captions", fmt))
         items, rejected, parser_meta = coco_items(captions, parse_settings or {})
@@ -210,10 +229,14 @@ def eval_items_job(
             "rejected": rejected.height,
             "rejected_by_reason": reasons,
             "empty_graphs": int((items["objects"].list.len() == 0).sum()),
+            "items_with_attributes": int((items["attributes"].list.len() > 0).sum()),
+            "items_with_relations": int((items["relations"].list.len() > 0).sum()),
         }
     else:
         raise ValueError(f"eval items: unknown format {fmt!r} (known: {list(EVAL_FORMATS)})")
     log(f"eval items ({fmt}): {json.dumps(summary, sort_keys=True)}")
+    if summary_out is not None:
+        write_json(summary, summary_out)
     return summary
 
 
@@ -256,18 +279,9 @@ def url_suffixes(url: str) -> list[str]:
 
 
 def vg_image_urls(vg_dir: str | Path) -> dict[str, str]:
-    """Image id (as text) -> ``url`` of a Visual Genome ``image_data.json`` ({} without one)."""
-    path = Path(vg_dir) / "image_data.json"
-    if not path.is_file():
-        return {}
-    urls: dict[str, str] = {}
-    for _, _, entry in iter_json_array(path):
-        if not isinstance(entry, dict):
-            continue
-        own, url = entry.get("image_id", entry.get("id")), entry.get("url")
-        if _valid_id(own) and isinstance(url, str) and url:
-            urls.setdefault(str(own), url)
-    return urls
+    """Image id (as text) -> ``url`` of a Visual Genome ``image_data.json``."""
+    images = read_image_data(Path(vg_dir), needed_for="image file names")
+    return {k: v.url for k, v in images.items() if v.url}
 
 
 def dataset_names(fmt: str, source: Mapping[str, Any]) -> Callable[[str], list[str]]:
@@ -295,21 +309,115 @@ def candidate_names(image_id: str, known: Sequence[str] = ()) -> list[str]:
 
 
 def check_image(path: Path) -> tuple[str, str]:
-    """("ok", "<width>x<height>") when PIL opens and verifies ``path``, else
-    ("unreadable", the error)."""
+    """("ok", "<width>x<height>") when PIL decodes the whole of ``path`` to RGB, as
+    evaluation does, else ("unreadable", the error). Only a full decode finds a truncated
+    JPEG (opening reads the header alone, and ``verify`` does not check JPEG data); run
+    under ``strict_decoding`` so that PIL does not accept a truncated file."""
     from PIL import Image
 
     try:
         with Image.open(path) as image:
+            image.load()
+            if image.mode != "RGB":
+                image.convert("RGB")  # some modes decode but fail only here
             width, height = image.size
-            image.verify()
     except Exception as err:  # PIL raises many kinds (OSError, SyntaxError, ValueError...)
         return "unreadable", f"{path}: {type(err).__name__}: {err}"
     return "ok", f"{width}x{height}"
 
 
+@contextmanager
+def strict_decoding() -> Iterator[None]:
+    """PIL's ``ImageFile.LOAD_TRUNCATED_IMAGES`` off for the block (a process-wide flag
+    that another library may have set), restored after it."""
+    from PIL import ImageFile
+
+    before = ImageFile.LOAD_TRUNCATED_IMAGES
+    ImageFile.LOAD_TRUNCATED_IMAGES = False
+    try:
+        yield
+    finally:
+        ImageFile.LOAD_TRUNCATED_IMAGES = before
+
+
+def check_version() -> str:
+    import PIL
+
+    return f"{IMAGE_CHECK_VERSION}; Pillow {PIL.__version__}"
+
+
+CheckKey = tuple[str, int, int]
+
+
+class ImageChecks:
+    """``check_image`` results keyed by (path, size, mtime_ns), read from and written back
+    to the Parquet file ``cache`` (none: nothing is kept), so that a rerun over unchanged
+    files decodes none of them. A cache of another ``check_version`` or one that cannot be
+    read is ignored, saying why. ``save`` keeps the entries of this run only. Thread-safe.
+
+    ``check`` replaces ``check_image`` (the benchmark's header-only baseline)."""
+
+    def __init__(
+        self,
+        cache: str | Path | None = None,
+        log: Callable[[str], None] = print,
+        check: Callable[[Path], tuple[str, str]] | None = None,
+    ) -> None:
+        self.cache = Path(cache) if cache else None
+        self.check = check
+        name = getattr(check, "__qualname__", repr(check))
+        self.version = check_version() if check is None else f"custom check {name}"
+        self.known: dict[CheckKey, tuple[str, str]] = {}
+        self.used: dict[CheckKey, tuple[str, str]] = {}
+        self.decoded = self.hits = 0
+        self._lock = threading.Lock()
+        if self.cache is not None and self.cache.exists():
+            self.known = self._read(self.cache, log)
+
+    def _read(self, cache: Path, log: Callable[[str], None]) -> dict[CheckKey, tuple[str, str]]:
+        try:
+            version = read_parquet_metadata(cache).get("vlcomp.image_check")
+            table = pl.read_parquet(cache)
+            if table.schema != pl.Schema(CHECK_CACHE_SCHEMA):
+                raise ValueError(f"columns {dict(table.schema)}, not {CHECK_CACHE_SCHEMA}")
+        except Exception as err:  # a cache is disposable: say so and decode again
+            log(f"image index: cache {cache} unreadable ({type(err).__name__}: {err}); ignored")
+            return {}
+        if version != self.version:
+            log(f"image index: cache {cache} is of check {version!r}, not {self.version!r}; "
+                "decoding every file again")  # fmt: skip
+            return {}
+        return {
+            (path, size, mtime): (status, detail)
+            for path, size, mtime, status, detail in table.iter_rows()
+        }
+
+    def __call__(self, path: Path) -> tuple[str, str]:
+        try:
+            stat = path.stat()
+        except OSError as err:
+            return "unreadable", f"{path}: {type(err).__name__}: {err}"
+        key = (str(path), stat.st_size, stat.st_mtime_ns)  # taken before the decode
+        result = self.known.get(key)
+        hit = result is not None
+        if result is None:
+            result = (self.check or check_image)(path)
+        with self._lock:
+            self.hits += int(hit)
+            self.decoded += int(not hit)
+            self.used[key] = result
+        return result
+
+    def save(self) -> None:
+        if self.cache is None:
+            return
+        rows = [(*key, *value) for key, value in sorted(self.used.items())]
+        table = pl.DataFrame(rows, schema=CHECK_CACHE_SCHEMA, orient="row")
+        write_parquet(table, self.cache, metadata={"vlcomp.image_check": self.version})
+
+
 def resolve_image(
-    image_id: str, images: Path | None, known: Sequence[str] = ()
+    image_id: str, images: Path | None, known: Sequence[str] = (), checks: ImageChecks | None = None
 ) -> tuple[str, str | None, str, str]:
     """(image_id, path, status, detail): the first existing candidate file decides."""
     if images is None:
@@ -318,21 +426,28 @@ def resolve_image(
     for name in candidate_names(image_id, known):
         path = images / name
         if path.is_file():
-            status, detail = check_image(path)
+            status, detail = (checks or check_image)(path)
             return image_id, (str(path) if status == "ok" else None), status, detail
         tried.append(str(path))
     return image_id, None, "missing", "tried " + ", ".join(tried)
 
 
 def image_index(
-    fmt: str, source: Mapping[str, Any], image_ids: Sequence[str], threads: int = CHECK_THREADS
+    fmt: str,
+    source: Mapping[str, Any],
+    image_ids: Sequence[str],
+    threads: int = CHECK_THREADS,
+    checks: ImageChecks | None = None,
 ) -> pl.DataFrame:
-    """The ``IMAGE_INDEX_SCHEMA`` table of ``image_ids`` (in the given order)."""
+    """The ``IMAGE_INDEX_SCHEMA`` table of ``image_ids`` (in the given order); files are
+    checked through ``checks`` (default: every file decoded, nothing cached)."""
     images = source.get("images")
     folder = Path(images) if images else None
     names = dataset_names(fmt, source)
-    with ThreadPoolExecutor(max_workers=max(1, min(threads, os.cpu_count() or 1))) as pool:
-        rows = list(pool.map(lambda i: resolve_image(i, folder, names(i)), image_ids))
+    checks = checks or ImageChecks()
+    workers = max(1, min(threads, os.cpu_count() or 1))
+    with strict_decoding(), ThreadPoolExecutor(max_workers=workers) as pool:
+        rows = list(pool.map(lambda i: resolve_image(i, folder, names(i), checks), image_ids))
     return pl.DataFrame(rows, schema=IMAGE_INDEX_SCHEMA, orient="row")
 
 
@@ -342,24 +457,32 @@ def image_index_job(
     references: Sequence[str],
     out: str,
     log: Callable[[str], None] = print,
+    cache: str | None = None,
+    threads: int = CHECK_THREADS,
 ) -> dict[str, Any]:
     """Write the image index (``IMAGE_INDEX_SCHEMA``) of an evaluation set: one row per
     distinct image id of the ``references`` Parquet files (eval items or imported
     candidates), in natural order. Names are resolved under ``source["images"]``: the COCO
     ``file_name`` (as given, then its base name), the Visual Genome ``url`` (its path and
-    shorter tails of it), the id itself, then ``<id>.<jpg|jpeg|png|webp>``. Returns the
-    counts per status (also logged)."""
+    shorter tails of it), the id itself, then ``<id>.<jpg|jpeg|png|webp>``. Each file found
+    is decoded whole on up to ``threads`` threads, unless ``cache`` (an ``ImageChecks``
+    file) holds it at the same size and mtime. Returns the counts per status (also
+    logged)."""
     source = dict(source or {})
     ids = referenced_image_ids(references)
-    table = image_index(fmt, source, ids)
+    checks = ImageChecks(cache, log)
+    table = image_index(fmt, source, ids, threads, checks)
     write_parquet(
         table,
         out,
         metadata={"vlcomp.stage": "image_index", "vlcomp.images": str(source.get("images"))},
     )
+    checks.save()
     counts = Counter(table["status"].to_list())
     summary: dict[str, Any] = {"images": table.height, **{s: counts[s] for s in IMAGE_STATUSES}}
     log(f"image index ({fmt}, {source.get('images')}): {json.dumps(summary, sort_keys=True)}")
+    log(f"image index: {checks.decoded} files decoded, {checks.hits} unchanged ones taken "
+        f"from the cache ({cache or 'none'})")  # fmt: skip
     for status in ("missing", "unreadable"):
         bad = table.filter(pl.col("status") == status)
         if bad.height:

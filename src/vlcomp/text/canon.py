@@ -13,7 +13,10 @@ same phrase as an annotation and as a caption yields the same atoms:
   when other words remain ("is on" -> "on"); the first word lemmatised as a verb unless it
   is a preposition ("sitting on" -> "sit on", "has" -> "have", "left of" stays); then the
   predicate map (the parse settings' ``predicate_map``, e.g. "to the left of" ->
-  "left of").
+  "left of");
+- relation: with ``of_as_have`` (the parser's default) "X of Y" becomes (Y, have, X), or
+  (X, have, Y) when X is a container ("wheel of motorcycle" -> (motorcycle, have, wheel),
+  "plate of food" -> (plate, have, food)), as the parser reads those words.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from .lexicon import ARTICLES, COPULA_FORMS, PREPOSITIONS
 class GraphCanon:
     lemmatizer: Lemmatizer
     predicate_map: Callable[[str], str] = field(default=lambda p: p)
+    of_as_have: bool = False
+    containers: frozenset[str] = frozenset()
 
     def object_lemma(self, name: object) -> str | None:
         text = normalise_or_none(name)
@@ -49,3 +54,10 @@ class GraphCanon:
         if first not in PREPOSITIONS and first not in COPULA_FORMS:
             words[0] = self.lemmatizer.verb(first, "VBZ")
         return self.predicate_map(" ".join(words))
+
+    def relation(self, subject: str, predicate: str) -> tuple[bool, str]:
+        """(turned round, predicate) of a relation from an object with lemma ``subject``
+        and a canonical ``predicate`` (see module docstring for "of")."""
+        if predicate == "of" and self.of_as_have:
+            return subject not in self.containers, "have"
+        return False, predicate
