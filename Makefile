@@ -5,7 +5,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.vlcomp-installed
-NLTK_DATA := $(CURDIR)/resources/nltk_data
+WORDNET_HOME := $(CURDIR)/resources/nltk_data
+# The repository's copy first, then the user's own NLTK_DATA (wordnet_setup copies a
+# WordNet it finds there instead of fetching one).
+NLTK_DATA := $(WORDNET_HOME)$(if $(NLTK_DATA),:$(NLTK_DATA))
 CORES ?= all
 
 export HF_HUB_OFFLINE := 1
@@ -13,7 +16,7 @@ export NLTK_DATA
 
 .PHONY: setup run test lint lock clean
 
-setup: $(STAMP) $(NLTK_DATA)/corpora/wordnet/lexnames
+setup: $(STAMP) $(WORDNET_HOME)/corpora/wordnet/lexnames
 
 $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,8 +24,8 @@ $(STAMP): requirements.lock pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
 	touch $@
 
-$(NLTK_DATA)/corpora/wordnet/lexnames: $(STAMP)
-	$(BIN)/python -m vlcomp.wordnet_setup $(NLTK_DATA)
+$(WORDNET_HOME)/corpora/wordnet/lexnames: $(STAMP)
+	$(BIN)/python -m vlcomp.wordnet_setup $(WORDNET_HOME)
 
 run: setup
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/default

@@ -300,8 +300,19 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
         key = f"benchmarks.{name}"
         if entry["review"] and _missing(entry["review"]):
             problems.append(f"config key '{key}.review': not found: {entry['review']}")
-        if entry["kind"] != "pairs" and (entry["negatives"] != "template" or entry["families"]):
+        if entry["kind"] != "pairs" and entry["negatives"] != "template":
             problems.append(f"config key '{key}.negatives': only pairs benchmarks have negatives")
+        if entry["families"] and entry["kind"] != "pairs":
+            problems.append(
+                f"config key '{key}.families': only a pairs benchmark with negatives llm "
+                f"chooses families; '{name}' is a {entry['kind']} benchmark"
+            )
+        elif entry["families"] and entry["negatives"] != "llm":
+            problems.append(
+                f"config key '{key}.families': only negatives llm chooses families; '{name}' "
+                "has negatives template, which makes every family (set negatives: llm or "
+                "remove families)"
+            )
         if entry["kind"] != "crepe_productivity" and entry["captions"] != "template":
             problems.append(f"config key '{key}.captions': only crepe_productivity has captions")
         if entry["review"] and "llm" not in (entry["negatives"], entry["captions"]):
@@ -362,8 +373,97 @@ def _doc_rows(schema: dict[str, Any], root: dict[str, Any], prefix: str) -> list
     return rows
 
 
+FORMATS_BEGIN = (
+    "<!-- corpus formats: rendered from the format registry (vlcomp.ingest.readers.FORMATS) "
+    "by vlcomp.ingest.job.format_docs; a test fails when they differ -->"
+)
+FORMATS_END = "<!-- end of corpus formats -->"
+
+# (label, where it appears, meaning): the legend of config/README.md. A test checks that it
+# names every label the split assignment and the image index write.
+SPLIT_LABELS: tuple[tuple[str, str, str], ...] = (
+    (
+        "`SC`",
+        "CREPE split of an item, per training corpus",
+        "Seen Compounds: every atom and every compound of the item's scene graph occurs in "
+        "the corpus (in at least `splits.min_count` captions).",
+    ),
+    (
+        "`UC`",
+        "CREPE split",
+        "Unseen Compounds: every atom is seen, at least one compound (attribute-object or "
+        "object-relation-object) is not.",
+    ),
+    ("`UA`", "CREPE split", "Unseen Atoms: some object, attribute or relation is not seen."),
+    (
+        "`no_compound`",
+        "CREPE split",
+        "The item has no compound, so no split (CREPE's sets hold only items with one).",
+    ),
+    (
+        "`perfect`",
+        "BindSplit label of one attribute-object binding",
+        "The corpus has this attribute on this object as a phrase of its own (object "
+        "lemmatised, attribute case-folded).",
+    ),
+    ("`close`", "BindSplit binding label", "Seen only inside a longer attributive phrase."),
+    ("`none`", "BindSplit binding label", "Not seen at all."),
+    (
+        "`perfect`, `close`, `none`, `perfect+close`, `perfect+none`, `close+none`, "
+        "`perfect+close+none`",
+        "BindSplit bucket of a sample (a positive text with its attribute-swapped negatives)",
+        "The labels that occur among the sample's bindings.",
+    ),
+    (
+        "`seen`, `mixed`, `unseen`",
+        "BindSplit split of a sample, under a rule",
+        "Every binding of the sample counts as seen under the rule / some do / none does.",
+    ),
+    ("`strict` (STRICT)", "BindSplit rule", "Only `perfect` counts as seen."),
+    ("`loose` (LOOSE)", "BindSplit rule", "`perfect` and `close` count as seen."),
+    (
+        "`no_binding`",
+        "BindSplit",
+        "The text has no attribute-object binding: no bucket and no split.",
+    ),
+    (
+        "`excluded` (`missing`, `unreadable`)",
+        "any benchmark, per model (`results/metrics/<model>/<benchmark>_excluded.parquet`)",
+        "The item's image is missing or cannot be decoded (its status in the image index): "
+        "the item is not evaluated, and counted.",
+    ),
+)
+
+
+def _appendix() -> list[str]:
+    from vlcomp.ingest.job import format_docs
+
+    return [
+        "",
+        "## Corpus formats and their options",
+        "",
+        "`corpora.<name>.format` says how the files of `corpora.<name>.inputs` are read and",
+        "`corpora.<name>.options` sets that format's options (any other key is an error",
+        "before any job runs). A file key is the file name without its suffixes.",
+        "",
+        FORMATS_BEGIN,
+        format_docs().rstrip("\n"),
+        FORMATS_END,
+        "",
+        "## Split labels",
+        "",
+        "The labels the split tables, metric tables and figures use (`splits.min_count` sets",
+        "how many captions make a unit seen).",
+        "",
+        "| label | where | meaning |",
+        "|---|---|---|",
+        *(f"| {label} | {where} | {meaning} |" for label, where, meaning in SPLIT_LABELS),
+    ]
+
+
 def config_docs() -> str:
-    """Markdown reference of every key, generated from the schema (config/README.md)."""
+    """Markdown reference of every key, generated from the schema (config/README.md), then
+    the corpus formats (from the format registry) and the legend of split labels."""
     schema = load_schema()
     header = [
         "# Configuration reference",
@@ -379,7 +479,7 @@ def config_docs() -> str:
         "| key | type | default | meaning |",
         "|---|---|---|---|",
     ]
-    return "\n".join(header + _doc_rows(schema, schema, "")) + "\n"
+    return "\n".join(header + _doc_rows(schema, schema, "") + _appendix()) + "\n"
 
 
 if __name__ == "__main__":

@@ -1,8 +1,10 @@
 """Make WordNet 3.0 readable by NLTK without internet and without root.
 
-Sources, tried in order: an existing NLTK copy; Debian's ``wordnet-base`` package files
-(already installed under /usr/share/wordnet, or fetched with ``apt-get download``, which
-needs no root, and unpacked with ``dpkg-deb -x``); ``nltk.download`` for users with internet.
+Sources, tried in order: the target folder itself; a WordNet 3.0 that NLTK already reads
+(``corpora/wordnet/`` under any ``$NLTK_DATA`` or ``nltk.data.path`` entry), copied without
+any package manager or network; Debian's ``wordnet-base`` package files (already installed
+under /usr/share/wordnet, or fetched with ``apt-get download``, which needs no root, and
+unpacked with ``dpkg-deb -x``); ``nltk.download`` for users with internet.
 
 Run as ``python -m vlcomp.wordnet_setup <nltk_data_dir>``.
 """
@@ -10,6 +12,7 @@ Run as ``python -m vlcomp.wordnet_setup <nltk_data_dir>``.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,10 +47,53 @@ LEXNAMES = (
 )
 
 
+SYSTEM_WORDNET = Path("/usr/share/wordnet")  # Debian's wordnet-base
+_VERSION = re.compile(r"Word[nN]et (\d+(?:\.\d+)?) Copyright")  # as NLTK's get_version
+
+
 def wordnet_ready(nltk_data: Path) -> bool:
     return (nltk_data / "corpora" / "wordnet" / "lexnames").is_file() and all(
         (nltk_data / "corpora" / "wordnet" / name).is_file() for name in WORDNET_FILES
     )
+
+
+def wordnet_version(folder: Path) -> str | None:
+    """The version a WordNet dict folder states in the licence header of ``data.adj``."""
+    try:
+        with (folder / "data.adj").open(encoding="latin-1") as handle:
+            for _, line in zip(range(64), handle, strict=False):
+                if match := _VERSION.search(line):
+                    return match.group(1)
+    except OSError:
+        return None
+    return None
+
+
+def nltk_search_path() -> list[Path]:
+    """Where NLTK looks for its data, in its order: the ``$NLTK_DATA`` entries (also those
+    set after NLTK was imported), then ``nltk.data.path``."""
+    import nltk
+
+    entries = [p for p in os.environ.get("NLTK_DATA", "").split(os.pathsep) if p]
+    out: list[Path] = []
+    for entry in [*entries, *nltk.data.path]:
+        path = Path(entry)
+        if path not in out:
+            out.append(path)
+    return out
+
+
+def find_wordnet(exclude: Path | None = None) -> Path | None:
+    """The first ``corpora/wordnet/`` folder on NLTK's search path that NLTK can read as
+    WordNet 3.0 (every dict file, ``lexnames``, a 3.0 header), other than ``exclude``'s."""
+    skip = (exclude / "corpora" / "wordnet").resolve() if exclude is not None else None
+    for entry in nltk_search_path():
+        folder = entry / "corpora" / "wordnet"
+        if folder.resolve() == skip or not wordnet_ready(entry):
+            continue
+        if wordnet_version(folder) == "3.0":
+            return folder
+    return None
 
 
 def _install_from(source: Path, nltk_data: Path) -> None:
@@ -95,7 +141,11 @@ def ensure_wordnet(nltk_data: Path) -> str:
     nltk_data.mkdir(parents=True, exist_ok=True)
     if wordnet_ready(nltk_data):
         return "already present"
-    system = Path("/usr/share/wordnet")
+    found = find_wordnet(exclude=nltk_data)
+    if found is not None:
+        _install_from(found, nltk_data)
+        return f"copied from {found}, where NLTK already reads it"
+    system = SYSTEM_WORDNET
     if all((system / name).is_file() for name in WORDNET_FILES):
         _install_from(system, nltk_data)
         return str(system)

@@ -1,4 +1,5 @@
 import copy
+import importlib
 
 import pytest
 import yaml
@@ -87,6 +88,25 @@ def test_validation_does_not_modify_its_input(default_config):
             ),
             "config key 'eval_sets.v.dir': required for format visual_genome",
         ),
+        (
+            lambda c: c["benchmarks"]["crepe_systematicity"].update(families=["swap_att"]),
+            "config key 'benchmarks.crepe_systematicity.families': only a pairs benchmark "
+            "with negatives llm chooses families; 'crepe_systematicity' is a "
+            "crepe_systematicity benchmark",
+        ),
+        (
+            lambda c: c["benchmarks"]["pairs"].update(families=["replace_obj"]),
+            "config key 'benchmarks.pairs.families': only negatives llm chooses families; "
+            "'pairs' has negatives template",
+        ),
+        (
+            lambda c: c["negatives"].update(systematicity={"senses": "first"}),
+            "config key 'negatives.systematicity.senses'",
+        ),
+        (
+            lambda c: c["negatives"].update(systematicity={"senses": 0}),
+            "config key 'negatives.systematicity.senses'",
+        ),
     ],
 )
 def test_bad_config_names_the_key(default_config, mutate, expected):
@@ -94,6 +114,24 @@ def test_bad_config_names_the_key(default_config, mutate, expected):
     with pytest.raises(ConfigError) as error:
         validate_config(default_config)
     assert expected in str(error.value)
+
+
+def test_families_are_accepted_where_they_apply(default_config):
+    default_config["benchmarks"]["pairs"].update(negatives="llm", families=["swap_att"])
+    default_config["llm"] = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}
+    config = validate_config(default_config)
+    assert config["benchmarks"]["pairs"]["families"] == ["swap_att"]
+
+
+def test_senses_default_is_the_generators_and_fits_real_corpora(default_config):
+    from vlcomp.negatives.systematicity import DEFAULT_SETTINGS
+
+    del default_config["negatives"]["systematicity"]  # the world's file sets "all"
+    config = validate_config(default_config)
+    assert config["negatives"]["systematicity"] == {"senses": "coherent"}
+    assert DEFAULT_SETTINGS["senses"] == "coherent"
+    default_config["negatives"]["systematicity"] = {"senses": 2, "max_foils": 5}
+    assert validate_config(default_config)["negatives"]["systematicity"]["senses"] == 2
 
 
 def test_config_readme_documents_every_key():
@@ -170,3 +208,71 @@ def test_presets_are_valid_once_their_files_exist(tmp_path):
         config = validate_config(relocate(raw))
         assert config["world"] is None, preset
         assert config["benchmarks"], preset
+
+
+def test_readme_corpus_formats_are_what_the_format_registry_renders():
+    from vlcomp.config import FORMATS_BEGIN, FORMATS_END
+    from vlcomp.ingest.job import format_docs
+
+    readme = (REPO / "config" / "README.md").read_text()
+    assert readme.count(FORMATS_BEGIN) == 1 and readme.count(FORMATS_END) == 1
+    section = readme.split(FORMATS_BEGIN)[1].split(FORMATS_END)[0]
+    assert section.strip("\n") == format_docs().strip("\n"), (
+        "config/README.md's corpus formats differ from vlcomp.ingest.readers.FORMATS: "
+        "run `python -m vlcomp.config > config/README.md`"
+    )
+    assert "src/vlcomp" not in readme.split("| `corpora` |")[1].split("\n")[0]
+
+
+def test_every_format_and_option_is_documented(monkeypatch):
+    import dataclasses
+
+    from vlcomp.config import load_schema
+    from vlcomp.ingest import job, readers
+
+    enum = load_schema()["properties"]["corpora"]["additionalProperties"]["properties"]
+    assert sorted(enum["format"]["enum"]) == sorted(readers.FORMATS)
+    for name, spec in readers.FORMATS.items():
+        assert set(spec.option_docs) == set(spec.defaults), name
+        assert f"| `{name}` |" in job.format_docs()
+    # The options every format takes are the ones the loader accepts.
+    assert set(job.COMMON_OPTIONS) == {"glob", "buffer_rows", "rules"}
+    job.IngestOptions.parse("text_lines", {"glob": "*.txt", "buffer_rows": 10, "rules": {}})
+    with pytest.raises(readers.IngestOptionsError, match="unknown option"):
+        job.IngestOptions.parse("text_lines", {"globs": "*.txt"})
+    # A new option without a description fails the docs, naming it.
+    lines = readers.FORMATS["text_lines"]
+    new = dataclasses.replace(lines, defaults={**lines.defaults, "strip": True})
+    monkeypatch.setitem(readers.FORMATS, "text_lines", new)
+    with pytest.raises(
+        ValueError, match=r"FORMATS\['text_lines'\]: options without a description \['strip'\]"
+    ):
+        job.format_docs()
+
+
+def test_split_legend_names_every_label():
+    from vlcomp.config import SPLIT_LABELS, config_docs
+    from vlcomp.evaluate.embed import MISSING, UNREADABLE
+
+    assign = importlib.import_module("vlcomp.splits.assign")  # the package exports a function
+
+    legend = " ".join(label for label, _, _ in SPLIT_LABELS)
+    labels = [
+        *assign.CREPE_SPLITS, *assign.LABELS, *assign.BUCKETS, *assign.BINDSPLIT_SPLITS,
+        *assign.RULES, assign.NO_COMPOUND, assign.NO_BINDING, MISSING, UNREADABLE, "excluded",
+    ]  # fmt: skip
+    assert [label for label in labels if f"`{label}`" not in legend] == []
+    assert "## Split labels" in config_docs()
+    readme = (REPO / "README.md").read_text()
+    assert "config/README.md#split-labels" in readme
+
+
+def test_clip_to_image_is_documented_with_its_default():
+    from vlcomp.config import load_schema
+    from vlcomp.ingest.vg import RegionFilters
+
+    eval_set = load_schema()["$defs"]["eval_set"]["properties"]
+    doc = " ".join(eval_set["regions"]["properties"]["clip_to_image"]["description"].split())
+    default = "true" if RegionFilters().clip_to_image else "false"
+    assert f"{default} (the default)" in doc
+    assert "invalid_box" in doc and "clipped_boxes" in doc

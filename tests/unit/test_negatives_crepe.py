@@ -30,9 +30,11 @@ from vlcomp.negatives.systematicity import (
     FAILURES_SCHEMA,
     REGIONS_SCHEMA,
     build_systematicity_negatives,
-    plural,
+    locate,
+    parse_graph,
     resolve_settings,
     systematicity_negatives,
+    tokenize,
 )
 from vlcomp.negatives.wordnet_foils import (
     ALL_FORBIDDEN,
@@ -334,6 +336,14 @@ def test_hn_atom_and_hn_comp_on_a_red_car(finder: FoilFinder) -> None:
     assert result.failures.filter(pl.col("level") == "item").height == 0
 
 
+def test_candidates_carry_the_benchmark_name(finder: FoilFinder) -> None:
+    items = items_frame([item("car", "a red car", [("car", "car")], [(0, "red")])])
+    named = build_systematicity_negatives(items, finder, LengthScorer(), seed=3, benchmark="mine")
+    default = build_systematicity_negatives(items, finder, LengthScorer(), seed=3)
+    assert set(named.candidates["benchmark"]) == {"mine"}
+    assert named.candidates.drop("benchmark").equals(default.candidates.drop("benchmark"))
+
+
 def test_articles_plurals_case_and_relations(finder: FoilFinder) -> None:
     items = items_frame(
         [
@@ -382,15 +392,24 @@ def test_articles_plurals_case_and_relations(finder: FoilFinder) -> None:
     assert negatives(small, "o/comp") == ["a red truck and an orange car"]
 
 
-def test_plural() -> None:
-    assert [plural(w) for w in ("cat", "bus", "man", "sheep", "berry", "tennis ball")] == [
-        "cats",
-        "buses",
-        "men",
-        "sheep",
-        "berries",
-        "tennis balls",
-    ]
+def test_graph_words_and_plurals_come_from_the_text_layer() -> None:
+    graph = parse_graph(
+        [{"idx": 0, "name": "Men", "lemma": "man"}, {"idx": 1, "name": "Bus", "lemma": None}],
+        [{"obj": 0, "value": " Tall "}, {"obj": 1, "value": "Red"}],
+        [],
+    )
+    assert graph.objects[0].atom == "man" and set(graph.objects[0].surfaces) == {"men", "man"}
+    assert graph.objects[1].atom == "bus" and "buses" in graph.objects[1].surfaces
+    text = "Two tall men\u2019s hats and two tall men - a red bus."
+    tokens = tokenize(text)
+    assert [t.word for t in tokens][:4] == ["two", "tall", "men's", "hats"]
+    assert [text[t.start : t.end] for t in tokens][2] == "men\u2019s"
+    tall_men, red_bus = graph.compounds
+    mention = locate(text, tokens, graph, tall_men)
+    assert not isinstance(mention, str) and mention.plural == (False, True)
+    assert [t.word for t in tokens[mention.start : mention.end]] == ["tall", "men"]
+    mention = locate(text, tokens, graph, red_bus)
+    assert not isinstance(mention, str) and mention.plural == (False, False)
 
 
 def test_failures_are_counted_by_reason(wn: Any) -> None:
@@ -607,7 +626,7 @@ def test_world_end_to_end(world: Path, tmp_path: Path) -> None:
         items=world / "items.parquet",
         atoms=world / "counts" / "atoms.parquet",
         scorer=world / "ngram.parquet",
-        settings={"min_count": 5},
+        settings={"min_count": 5, "senses": "all"},  # the world's setting (config.yaml)
         seed=0,
     )
     for run in ("a", "b"):

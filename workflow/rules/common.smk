@@ -230,6 +230,13 @@ def eval_set_source(evalset):
     return {**entry["options"], **{k: entry[k] for k in keys if k in entry}}
 
 
+def import_source(evalset):
+    """What importing a published benchmark reads: its files and importer options, not the
+    image folder (only the image index and the jobs after it depend on that)."""
+    entry = EVAL_SETS[evalset]
+    return {**entry["options"], **{k: entry[k] for k in ("dir", "files") if k in entry}}
+
+
 def eval_set_inputs(evalset):
     """Files an eval set is read from (produced by a preset's rules or given by the user)."""
     entry = EVAL_SETS[evalset]
@@ -421,6 +428,34 @@ def table_benchmark(table):
     return table.removesuffix("_bindsplit") if table not in BENCHMARKS else table
 
 
+def rejected_tables(benchmark):
+    """Tables of the records that never became items of a benchmark: its import's, or its
+    eval set's where its items come from the eval set's items table."""
+    kind = BENCHMARKS[benchmark]["kind"]
+    if kind == "imported":
+        return [f"results/negatives/{benchmark}/rejected.parquet"]
+    if kind in ("crepe_systematicity", "pairs", "retrieval"):
+        return [f"results/eval_sets/{eval_set_of(benchmark)}/items_rejected.parquet"]
+    return []
+
+
+def summary_benchmarks():
+    """Per benchmark, what the summary counts its items from: its kind, the models'
+    excluded tables and its rejected tables."""
+    return {
+        name: {
+            "kind": BENCHMARKS[name]["kind"],
+            "excluded": expand(
+                "results/metrics/{model}/{name}_excluded.parquet",
+                model=EVAL_MODELS,
+                name=name,
+            ),
+            "rejected": rejected_tables(name),
+        }
+        for name in BENCHMARKS
+    }
+
+
 def composition_boxes(table):
     """The boxes / regions table of each part of a benchmark (label "" without parts)."""
     parts = evaluation_parts(table_benchmark(table), EVAL_MODELS[0], "split")
@@ -454,7 +489,7 @@ def crossover_tables():
 
 BENCHMARK_JSONS = [
     f"results/benchmarks/{name}.json"
-    for name in ("parser", "counting", "scorers", "evaluation", "scale")
+    for name in ("parser", "counting", "scorers", "evaluation", "image_index", "scale")
 ]
 
 

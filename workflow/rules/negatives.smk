@@ -157,7 +157,7 @@ rule import_benchmark:
         "../envs/vlcomp.yaml"
     params:
         format=lambda wc: EVAL_SETS[eval_set_of(wc.benchmark)]["format"],
-        source=lambda wc: eval_set_source(eval_set_of(wc.benchmark)),
+        source=lambda wc: import_source(eval_set_of(wc.benchmark)),
     message:
         "Importing the published benchmark {wildcards.benchmark}"
     script:
@@ -178,7 +178,7 @@ rule import_two_image:
         "../envs/vlcomp.yaml"
     params:
         format=lambda wc: EVAL_SETS[eval_set_of(wc.benchmark)]["format"],
-        source=lambda wc: eval_set_source(eval_set_of(wc.benchmark)),
+        source=lambda wc: import_source(eval_set_of(wc.benchmark)),
     message:
         "Importing the published two-image benchmark {wildcards.benchmark}"
     script:

@@ -199,6 +199,62 @@ class IngestOptions:
         return json.dumps(doc, sort_keys=True, default=str)
 
 
+# Options every format takes (``IngestOptions.parse``): name -> (default as shown, meaning).
+COMMON_OPTIONS: dict[str, tuple[str, str]] = {
+    "glob": (
+        "null",
+        "Which files of a folder input to read, e.g. `part-*.parquet` (null: the files "
+        "ending in one of the format's suffixes).",
+    ),
+    "buffer_rows": (
+        f"{BUFFER_ROWS}",
+        "Captions buffered before they are written as Parquet row groups (bounds memory).",
+    ),
+    "rules": (
+        "`ingest.rules`",
+        "Caption screening for this corpus alone (max_chars, max_tokens, english, ...); "
+        "replaces `ingest.rules` as a whole.",
+    ),
+}
+_IDS = {"line": "line number", "row": "row number"}
+
+
+def format_docs() -> str:
+    """Markdown tables of the corpus formats and their options, rendered from the format
+    registry (``readers.FORMATS``) and ``COMMON_OPTIONS`` (config/README.md shows them).
+    Raises ValueError naming a format option without a description."""
+    lines = [
+        "Every format takes these options:",
+        "",
+        "| option | default | meaning |",
+        "|---|---|---|",
+        *(f"| `{k}` | {default} | {text} |" for k, (default, text) in COMMON_OPTIONS.items()),
+        "",
+        "| format | what it reads | caption id | a folder input reads |",
+        "|---|---|---|---|",
+    ]
+    options = ["| format | option | default | meaning |", "|---|---|---|---|"]
+    for name, spec in FORMATS.items():
+        undocumented = sorted(set(spec.defaults) - set(spec.option_docs))
+        extra = sorted(set(spec.option_docs) - set(spec.defaults))
+        if undocumented or extra or not spec.doc:
+            raise ValueError(
+                f"readers.FORMATS[{name!r}]: options without a description {undocumented}, "
+                f"descriptions of no option {extra}{'' if spec.doc else ', no doc'}"
+            )
+        ids = "`<corpus>/<own id>`"
+        if spec.ids != "own":
+            ids = f"`<corpus>/<file key>/<{_IDS[spec.ids]}>`"
+            if spec.id_option is not None:
+                ids += f", or `<corpus>/<own id>` with `{spec.id_option}`"
+        suffixes = ", ".join(f"`*{suffix}`" for suffix in spec.suffixes)
+        lines.append(f"| `{name}` | {spec.doc} | {ids} | {suffixes} |")
+        for key, default in spec.defaults.items():
+            shown = json.dumps(default)
+            options.append(f"| `{name}` | `{key}` | `{shown}` | {spec.option_docs[key]} |")
+    return "\n".join([*lines, "", *options]) + "\n"
+
+
 def _remove_stale_shards(out_dir: Path, n_shards: int) -> None:
     for path in out_dir.glob("captions-*-of-*.parquet"):
         m = _SHARD_NAME.fullmatch(path.name)

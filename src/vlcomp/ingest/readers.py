@@ -628,13 +628,25 @@ class Format:
     defaults: Mapping[str, Any]
     ids: str  # "line", "row" or "own": how caption ids are made
     id_option: str | None = None  # the option that gives the dataset's own caption ids
+    doc: str = ""  # what a file of this format holds (config/README.md)
+    option_docs: Mapping[str, str] = field(default_factory=dict)  # one per key of defaults
 
 
 _LINE = {"max_line_bytes": MAX_LINE_BYTES}
+_LINE_DOC = {"max_line_bytes": "Longest line read, in bytes; a longer one is rejected (too_long)."}
 _TEXT_SUFFIXES = COMPRESSED
+_OWN_ID = "The dataset's own caption id (checked for duplicates); null: {} numbers make the ids."
+_IMAGE = "Image id or file name of each caption (null: none, a text-only corpus)."
 
 FORMATS: dict[str, Format] = {
-    "cc12m_tsv": Format(read_cc12m_tsv, (".tsv", ".txt", *_TEXT_SUFFIXES), _LINE, "line"),
+    "cc12m_tsv": Format(
+        read_cc12m_tsv,
+        (".tsv", ".txt", *_TEXT_SUFFIXES),
+        _LINE,
+        "line",
+        doc="CC12M: `<url>\\t<caption>` per line, no header; the image id is the URL.",
+        option_docs=_LINE_DOC,
+    ),
     "yfcc_tsv": Format(
         read_yfcc_tsv,
         (".tsv", ".txt", *_TEXT_SUFFIXES),
@@ -651,29 +663,87 @@ FORMATS: dict[str, Format] = {
             "subset_column": 1,
         },
         "line",
+        doc="YFCC100M metadata TSV (the 15M subset CLIP used, or the full dump); the image "
+        "id is the photo id. Titles and descriptions are URL-decoded ('+' is a space).",
+        option_docs={
+            **_LINE_DOC,
+            "header": "The first line names the columns; false: the column options are 0-based "
+            "indices.",
+            "id_column": "Photo id column (a name, or an index without a header).",
+            "title_column": "Title column.",
+            "description_column": "Description column.",
+            "text": "The caption: title, description, title_description (joined by '. ') or "
+            "separate (one caption each, ids ending /title and /description).",
+            "strip_html": "Unescape HTML entities and remove tags.",
+            "strip_urls": "Remove URLs.",
+            "subset_ids": "OpenAI's yfcc100m_subset_data.tsv: only these photo ids are read, the "
+            "others are counted as not_in_subset (null: every photo).",
+            "subset_column": "0-based column of the photo id in subset_ids.",
+        },
     ),
     "laion_parquet": Format(
         read_laion_parquet,
         (".parquet",),
         {"text_column": "TEXT", "url_column": "URL", "read_batch_rows": READ_BATCH_ROWS},
         "row",
+        doc="LAION-400M metadata Parquet; the image id is the URL (a row without one is "
+        "rejected, missing_field).",
+        option_docs={
+            "text_column": "Caption column.",
+            "url_column": "Image URL column.",
+            "read_batch_rows": "Rows read at a time (bounds memory).",
+        },
     ),
-    "coco_json": Format(read_coco_json, (".json", *COMPRESSED), {}, "own"),
-    "vg_regions": Format(read_vg_regions, (".json", *COMPRESSED), {}, "own"),
+    "coco_json": Format(
+        read_coco_json,
+        (".json", *COMPRESSED),
+        {},
+        "own",
+        doc="COCO captions JSON: `annotations` of {id, image_id, caption}; the caption id is "
+        "the annotation id, the image id COCO's.",
+    ),
+    "vg_regions": Format(
+        read_vg_regions,
+        (".json", *COMPRESSED),
+        {},
+        "own",
+        doc="Visual Genome `region_descriptions.json`: one caption per region (caption id: "
+        "the region id); a region without a valid box is rejected (invalid_box).",
+    ),
     "text_csv": Format(
         read_text_csv,
         (".csv", *_TEXT_SUFFIXES),
         {"text_column": "caption", "id_column": None, "image_column": None},
         "row",
         "id_column",
+        doc="CSV with a header row; quoted fields may span lines.",
+        option_docs={
+            "text_column": "Caption column.",
+            "id_column": _OWN_ID.format("row"),
+            "image_column": _IMAGE,
+        },
     ),
-    "text_lines": Format(read_text_lines, (".txt", *_TEXT_SUFFIXES), _LINE, "line"),
+    "text_lines": Format(
+        read_text_lines,
+        (".txt", *_TEXT_SUFFIXES),
+        _LINE,
+        "line",
+        doc="One caption per line, no image.",
+        option_docs=_LINE_DOC,
+    ),
     "text_jsonl": Format(
         read_text_jsonl,
         (".jsonl", *_TEXT_SUFFIXES),
         {**_LINE, "text_field": "text", "id_field": None, "image_field": None},
         "line",
         "id_field",
+        doc="JSON lines: one object per line.",
+        option_docs={
+            **_LINE_DOC,
+            "text_field": "Caption field.",
+            "id_field": _OWN_ID.format("line"),
+            "image_field": _IMAGE,
+        },
     ),
     "text_parquet": Format(
         read_text_parquet,
@@ -686,6 +756,13 @@ FORMATS: dict[str, Format] = {
         },
         "row",
         "id_column",
+        doc="Parquet with a caption column.",
+        option_docs={
+            "text_column": "Caption column.",
+            "id_column": _OWN_ID.format("row"),
+            "image_column": _IMAGE,
+            "read_batch_rows": "Rows read at a time (bounds memory).",
+        },
     ),
 }
 
