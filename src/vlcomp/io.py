@@ -1,9 +1,17 @@
-"""File writing that never leaves a half-written output behind."""
+"""File writing that never leaves a half-written output behind.
+
+Every output goes through :func:`atomic_path` (a file) or :func:`atomic_dir` (a folder):
+written under a temporary name beside its target, then moved into place. Either gets the
+mode a plain ``open`` or ``mkdir`` would give under the process umask (``mkstemp`` alone
+gives 0600, which the group of a shared results folder cannot read).
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
+import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -13,9 +21,22 @@ from typing import Any
 import polars as pl
 
 
+def _read_umask() -> int:
+    # The umask can only be read by setting it; done once, at import, before any thread.
+    old = os.umask(0)
+    os.umask(old)
+    return old
+
+
+UMASK = _read_umask()
+FILE_MODE = 0o666 & ~UMASK
+DIR_MODE = 0o777 & ~UMASK
+
+
 @contextmanager
 def atomic_path(path: str | Path) -> Iterator[Path]:
-    """Yield a temporary path beside ``path``; move it into place only if the block succeeds."""
+    """Yield a temporary path beside ``path``; move it into place, with mode ``FILE_MODE``,
+    only if the block succeeds."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -23,10 +44,37 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     tmp = Path(tmp_name)
     try:
         yield tmp
+        os.chmod(tmp, FILE_MODE)
         os.replace(tmp, target)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextmanager
+def atomic_dir(out_dir: str | Path) -> Iterator[Path]:
+    """Yield an empty temporary folder beside ``out_dir``; when the block succeeds it
+    replaces ``out_dir`` (an existing one is removed), otherwise it is deleted, so a failed
+    run leaves neither a half-written folder nor a changed old one."""
+    out = Path(out_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
+    tmp.mkdir()  # plain mkdir: DIR_MODE, unlike mkdtemp's 0700
+    try:
+        yield tmp
+        old = None
+        if out.exists() or out.is_symlink():
+            old = out.parent / f".{out.name}.{secrets.token_hex(4)}.old"
+            os.replace(out, old)
+        os.replace(tmp, out)
+        if old is not None:
+            if old.is_dir() and not old.is_symlink():
+                shutil.rmtree(old)
+            else:
+                old.unlink()
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp)
 
 
 PARQUET_OPTIONS: dict[str, Any] = {"compression": "zstd", "compression_level": 3}

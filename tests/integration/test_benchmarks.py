@@ -40,7 +40,7 @@ def test_benchmarks_write_one_report(tmp_path: Path) -> None:
     bench = tmp_path / "results" / "benchmarks"
     report = (bench / "report.md").read_text()
     for section in ("## Parsing", "## Counting", "## Text-only scorers", "## Embedding",
-                    "## Scale run"):  # fmt: skip
+                    "## Image index", "## Scale run"):  # fmt: skip
         assert section in report, section
 
     counting = json.loads((bench / "counting.json").read_text())
@@ -69,3 +69,7 @@ def test_benchmarks_write_one_report(tmp_path: Path) -> None:
 
     evaluation = json.loads((bench / "evaluation.json").read_text())
     assert evaluation["max_abs_similarity_diff"] < 1e-4
+
+    images = json.loads((bench / "image_index.json").read_text())
+    assert images["images"] == 1000 and not any(images["unreadable"].values())
+    assert f"| {images['ms_per_image']['cold']:.3f} |" in report

@@ -116,3 +116,17 @@ rule benchmark_evaluation:
         "Candidate texts embedded per second: batched + cached vs a batch-size-1 loop"
     script:
         "../scripts/benchmark_evaluation.py"
+
+
+rule benchmark_image_index:
+    output:
+        "results/benchmarks/image_index.json",
+    log:
+        "logs/benchmarks/image_index.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    threads: 2
+    message:
+        "Image index: full decode (cold and cached) vs the old header-only check"
+    script:
+        "../scripts/benchmark_image_index.py"

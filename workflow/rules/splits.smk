@@ -4,6 +4,7 @@ rule eval_items:
     output:
         eval_items="results/eval_sets/{evalset}/items.parquet",
         rejected="results/eval_sets/{evalset}/items_rejected.parquet",
+        summary="results/eval_sets/{evalset}/items_summary.json",
     log:
         "logs/eval_sets/{evalset}_items.log",
     wildcard_constraints:
@@ -34,11 +35,14 @@ rule image_index:
         "logs/eval_sets/{evalset}_images.log",
     conda:
         "../envs/vlcomp.yaml"
+    threads: 4
     params:
         format=lambda wc: EVAL_SETS[wc.evalset]["format"],
         source=lambda wc: eval_set_source(wc.evalset),
+        # decode results by (path, size, mtime): a rerun decodes only changed files
+        cache="results/cache/image_checks/{evalset}.parquet",
     message:
-        "Finding and checking the image files of {wildcards.evalset}"
+        "Finding and decoding the image files of {wildcards.evalset}"
     script:
         "../scripts/image_index.py"
 

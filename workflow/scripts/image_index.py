@@ -12,4 +12,6 @@ with job_log(snakemake.log[0]) as log:
         list(snakemake.input.references),
         snakemake.output[0],
         log,
+        cache=snakemake.params.cache,
+        threads=snakemake.threads,
     )

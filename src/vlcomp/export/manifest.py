@@ -19,17 +19,16 @@ import json
 import os
 import platform
 import re
-import secrets
 import shutil
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+from vlcomp.io import atomic_dir as atomic_dir  # re-exported: the export's folder
 from vlcomp.io import write_json
 
 MANIFEST = "manifest.json"
@@ -50,35 +49,6 @@ TIE_POLICY_NOTE = (
     "caption / image (Winoground), and so counts a tie as right. Scores of tied items can "
     "therefore differ between the two tools; vlcomp's per-item predictions list the ties."
 )
-
-
-# --------------------------------------------------------------------------- folder
-
-
-@contextmanager
-def atomic_dir(out_dir: str | Path) -> Iterator[Path]:
-    """Yield an empty temporary folder beside ``out_dir``; when the block succeeds it
-    replaces ``out_dir`` (an existing one is removed), otherwise it is deleted, so a failed
-    export leaves neither a half-written folder nor a changed old one."""
-    out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.{secrets.token_hex(4)}.tmp"
-    tmp.mkdir()
-    try:
-        yield tmp
-        old = None
-        if out.exists() or out.is_symlink():
-            old = out.parent / f".{out.name}.{secrets.token_hex(4)}.old"
-            os.replace(out, old)
-        os.replace(tmp, out)
-        if old is not None:
-            if old.is_dir() and not old.is_symlink():
-                shutil.rmtree(old)
-            else:
-                old.unlink()
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 # --------------------------------------------------------------------------- files

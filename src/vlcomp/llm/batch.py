@@ -28,12 +28,12 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from vlcomp.io import atomic_path
 from vlcomp.llm.cache import CacheEntry, ResponseCache
 from vlcomp.llm.client import FORMATS, LLMClient, Request
 
@@ -88,9 +88,8 @@ def write_batch_files(
     for i, chunk in enumerate(c for c in chunks if c):
         blob = b"".join(chunk)
         path = out / f"{prefix}-{start + i:04d}-{hashlib.sha256(blob).hexdigest()[:8]}.jsonl"
-        tmp = path.with_suffix(".tmp")
-        tmp.write_bytes(blob)
-        os.replace(tmp, path)
+        with atomic_path(path) as tmp:
+            tmp.write_bytes(blob)
         paths.append(path)
     return paths
 
@@ -181,10 +180,8 @@ class BatchRunner:
         return {"version": 1, "jobs": []}
 
     def _save(self, state: dict) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_name(self.state_path.name + ".tmp")
-        tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
-        os.replace(tmp, self.state_path)
+        with atomic_path(self.state_path) as tmp:
+            tmp.write_text(json.dumps(state, indent=1, sort_keys=True))
 
     @staticmethod
     def _pending(job: dict) -> bool:

@@ -10,9 +10,7 @@ shuffling, no dropout, CPU, so one seed and one thread count give the same weigh
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from vlcomp.io import atomic_dir
 from vlcomp.scorers.corpus import read_texts, texts_digest
 
 SPECIAL = "<|endoftext|>"
@@ -193,18 +192,10 @@ def fit_tiny_gpt2(
 
 
 def _save_atomically(model, tokenizer, record: dict[str, Any], out_dir: Path) -> None:
-    out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
-    try:
+    with atomic_dir(out_dir) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / TRAIN_RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp)
 
 
 def train_tiny_gpt2(
