@@ -229,7 +229,7 @@ def test_bindsplit_exact_shares():
         "seen": 1,
         "mixed": 0,
         "unseen": 1,
-        "excluded": 0,
+        "no_binding": 0,
     }
     loose = comp.filter(
         (pl.col("type") == "swap_att")
@@ -237,8 +237,8 @@ def test_bindsplit_exact_shares():
         & (pl.col("rule") == "loose")
     )
     assert dict(loose.select("split", "count").rows())["mixed"] == 1
-    excluded = row(comp, type="all", rule="strict", side="positive", split="excluded")
-    assert (excluded["count"], excluded["n"], excluded["share"]) == (2, 5, 0.4)
+    no_binding = row(comp, type="all", rule="strict", side="positive", split="no_binding")
+    assert (no_binding["count"], no_binding["n"], no_binding["share"]) == (2, 5, 0.4)
     # Every (variant, type, rule, side) adds up to its n.
     sums = comp.group_by("type", "rule", "side").agg(pl.col("count").sum(), pl.col("n").first())
     assert (sums["count"] == sums["n"]).all()
@@ -348,6 +348,23 @@ def _write_inputs(tmp_path: Path) -> tuple[str, str, str]:
     write_parquet(candidates({k: ITEMS[k] for k in "AC"}), refined)
     write_parquet(scores(S1, "ngram"), score)
     return str(cand), str(refined), str(score)
+
+
+def test_job_says_why_the_refined_variant_is_empty(tmp_path):
+    from vlcomp.contracts import NOTE_KEY
+
+    cand, _, score = _write_inputs(tmp_path)
+    why = "refinement kept 0 of 3: a 100x100 grid has 0.0003 pairs per cell (...)"
+    write_parquet(candidates().clear(), tmp_path / "empty.parquet", {NOTE_KEY: why})
+    ref = _reference_counts(tmp_path, ["a red car"])
+    logs: list[str] = []
+    audit_job(
+        "toy", cand, score, str(tmp_path / "empty.parquet"), str(ref), "tinyref",
+        {"backend": "spacy"}, [], str(tmp_path / "out"), logs.append,
+    )  # fmt: skip
+    assert f"audit toy: refined: 0 items, 0 texts: {why}" in logs
+    md = (tmp_path / "out" / "audit.md").read_text()
+    assert "variant `refined`: 0 items, 0 candidate texts" in md and f"empty because {why}" in md
 
 
 def test_job_tiny_reference_says_so(tmp_path):
@@ -461,9 +478,9 @@ def test_sugarcrepe_swap_types_against_factual(tmp_path):
         row(ob, type="swap_obj")["same_words"] == 164 and row(ob, type="swap_obj")["n_pairs"] == 245
     )
     assert (
-        row(ob, type="swap_att")["same_words"] == 408 and row(ob, type="swap_att")["n_pairs"] == 666
+        row(ob, type="swap_att")["same_words"] == 407 and row(ob, type="swap_att")["n_pairs"] == 666
     )
-    assert row(ob, type="all")["ceiling_ties_chance"] == pytest.approx(1 - 572 / 911 / 2)
+    assert row(ob, type="all")["ceiling_ties_chance"] == pytest.approx(1 - 571 / 911 / 2)
     seen = pl.read_parquet(tmp_path / "out" / "seen_shares.parquet")
     sa = row(seen, variant="refined", type="swap_att", rule="loose")
     assert sa["n_paired"] > 0

@@ -41,12 +41,14 @@ from vlcomp.negatives.llm.validate import (
     PairValidator,
     ProductivityValidator,
     english_rules,
+    negation_count,
     text_reason,
 )
 from vlcomp.negatives.pairs import BOXES_SCHEMA
 from vlcomp.negatives.productivity import ProductivitySettings
 from vlcomp.negatives.productivity_text import atom_count
 from vlcomp.splits.items import make_parser
+from vlcomp.text import indefinite_article
 
 SEED = 7
 KEY_ENV = "VLCOMP_TEST_LLM_KEY"
@@ -174,14 +176,9 @@ ADD_ATT = {
 }
 
 
-def article(word: str) -> str:
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
 def fix_articles(text: str) -> str:
     def repl(m: re.Match) -> str:
-        new = article(m.group(2))
-        return f"{new.capitalize() if m.group(1)[0].isupper() else new} {m.group(2)}"
+        return f"{indefinite_article(m.group(2), m.group(1))} {m.group(2)}"
 
     return re.sub(r"\b([Aa]n?) (\w+)", repl, text)
 
@@ -225,7 +222,9 @@ def sugarcrepe_answer(body: dict) -> str:
     assert step == "compose", step
     if "Object to add" in f:
         new = f["Object to add"]
-        return json.dumps({"caption": caption.rstrip(".") + f" next to {article(new)} {new}."})
+        return json.dumps(
+            {"caption": caption.rstrip(".") + f" next to {indefinite_article(new)} {new}."}
+        )
     if "Attribute to add" in f:
         obj, new = f["To the object"], f["Attribute to add"]  # right after the article
         noun_phrase = rf"\b([Aa]n?|[Tt]he) ((?:(?!(?:[Aa]n?|[Tt]he|of)\b)\w+ )*){obj}\b"
@@ -274,7 +273,7 @@ def fluent_caption(atoms: str, skip_attribute: bool = False) -> str:
             plain = plain[1:]
         negated = [a[4:] for a in objects[label] if a.startswith("not ")]
         words = " ".join([*plain, name])
-        phrase = f"{article(words)} {words}"
+        phrase = f"{indefinite_article(words)} {words}"
         return phrase + (" that is not " + " and not ".join(negated) if negated else "")
 
     clauses = []
@@ -476,6 +475,8 @@ def test_text_checks() -> None:
     assert text_reason("", 100, rules, pos) == "text: empty"
     assert text_reason(None, 100, rules, pos) == "text: empty"
     assert text_reason("  a BLACK cat   sleeping on a red couch. ", 100, rules, pos) == EQUAL
+    apostrophe = "A cat\u2019s toy on a red couch."
+    assert text_reason(apostrophe, 100, rules, "a cat's toy on a red couch.") == EQUAL
     assert text_reason("Un chat noir qui dort sur le canapé rouge.", 100, rules, pos) == (
         NON_ENGLISH
     )
@@ -485,6 +486,12 @@ def test_text_checks() -> None:
     assert text_reason("黑猫睡在红色沙发上", 100, rules, pos) == NON_ENGLISH
     assert text_reason("A red cat sleeping on a black couch.", 20, rules, pos) == TOO_LONG
     assert text_reason("A red cat sleeping on a black couch.", 100, rules, pos) is None
+
+
+def test_negation_words_are_the_text_layer_words() -> None:
+    assert negation_count("The dog isn\u2019t on the bed and there is no cat.") == 2
+    assert negation_count("The dog isn't on the bed") == 1
+    assert negation_count("A non-slip mat, a no-entry sign") == 0  # hyphenated: one word
 
 
 RULE_CASES = [

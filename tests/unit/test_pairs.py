@@ -297,6 +297,22 @@ def test_plural_kept_and_article_fixed() -> None:
     assert isinstance(edit, ge.Edit) and edit.text == "three apples"
 
 
+def test_foils_take_the_text_layer_plural_and_article() -> None:
+    rng = np.random.default_rng(0)
+    men = ge.Vocabulary(attributes={}, objects=["dog", "man"])
+    dogs = item("x", "i", "", [("dogs", "dog")])
+    image = ge.ImageContents()
+    image.add(dogs)
+    edit = ge.replace_object("three dogs", dogs, image, men, rng)
+    assert isinstance(edit, ge.Edit) and edit.text == "three men"
+    uniform = ge.Vocabulary(attributes={}, objects=["apple", "uniform"])
+    apple = item("y", "i", "", ["apple"])
+    image = ge.ImageContents()
+    image.add(apple)
+    edit = ge.replace_object("An apple", apple, image, uniform, rng)
+    assert isinstance(edit, ge.Edit) and edit.text == "A uniform"
+
+
 def test_deterministic_and_independent_of_item_order() -> None:
     a = template_pairs(ITEMS, 3, "p")
     b = template_pairs(ITEMS.sample(fraction=1.0, shuffle=True, seed=7), 3, "p")

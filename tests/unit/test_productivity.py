@@ -483,6 +483,7 @@ def test_template_negations() -> None:
     orange = Pattern((Node("apple", (Attr("orange", True),)),), ())
     assert render(orange) == "a not orange apple"
     assert render(Pattern((Node("apple", (Attr("orange"),)),), ())) == "an orange apple"
+    assert render(Pattern((Node("uniform", ()), Node("hour", ())), ())) == "a uniform and an hour"
 
 
 def test_caption_states_each_atom_once(world_graphs: list[SceneGraph]) -> None:

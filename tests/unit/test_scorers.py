@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 import torch
 
+from vlcomp.io import read_parquet_metadata, write_parquet
 from vlcomp.scorers import TextScorer
 from vlcomp.scorers.cache import read_scores, score_texts
 from vlcomp.scorers.corpus import text_key
@@ -22,6 +23,7 @@ from vlcomp.scorers.ngram import (
     tokenize,
     train_ngram,
 )
+from vlcomp.text import words
 
 COLORS = ["red", "blue", "green", "white", "black", "brown"]
 THINGS = ["dog", "cat", "car", "chair", "table", "horse", "bike", "cup"]
@@ -186,6 +188,26 @@ def test_ngram_train_save_load_is_deterministic(corpus, tmp_path):
     assert other.name != first.name
     with pytest.raises(ValueError, match="order-3 model"):
         make_scorer({"kind": "ngram", "model": str(tmp_path / "a.parquet"), "order": 4})
+
+
+def test_ngram_tokens_are_the_text_layer_words():
+    texts = [
+        "A man\u2019s T-shirt - and a one-way sign.",
+        "The man's hat isn`t red -- 2 dogs_here",
+        "board.Cabbage \u00c9T\u00c9 stra\u00dfe -dog cat-",
+        "",
+    ]
+    assert tokenize(texts).to_list() == [words(t) for t in texts]
+    assert tokenize(["a man\u2019s t-shirt"]).to_list() == [["a", "man's", "t-shirt"]]
+
+
+def test_ngram_model_of_another_tokeniser_is_refused(corpus, tmp_path):
+    path = tmp_path / "lm.parquet"
+    NgramLM.fit(corpus[:50], order=2).save(path)
+    metadata = read_parquet_metadata(path)
+    write_parquet(pl.read_parquet(path), path, {**metadata, "tokenizer": "old"})
+    with pytest.raises(ValueError, match="another tokeniser"):
+        NgramLM.load(path)
 
 
 # -- causal LM ----------------------------------------------------------------------------

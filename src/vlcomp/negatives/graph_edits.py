@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from vlcomp.text import indefinite_article, normalise, plural
+
 from . import lexicon
 
 Graph = Mapping[str, Sequence[Mapping[str, Any]] | None]
@@ -74,12 +76,12 @@ def _rows(graph: Graph, key: str) -> Sequence[Mapping[str, Any]]:
 
 
 def _lemmas(graph: Graph) -> dict[int, str]:
-    return {o["idx"]: lexicon.normalise(o["lemma"] or o["name"]) for o in _rows(graph, "objects")}
+    return {o["idx"]: normalise(o["lemma"] or o["name"]) for o in _rows(graph, "objects")}
 
 
 def object_keys(lemma: str) -> frozenset[str]:
     """An object type and its head noun ("tennis racket" -> also "racket")."""
-    return frozenset({lexicon.normalise(lemma), lexicon.head_word(lemma)}) - {""}
+    return frozenset({normalise(lemma), lexicon.head_word(lemma)}) - {""}
 
 
 @dataclass(frozen=True)
@@ -101,7 +103,7 @@ class Vocabulary:
         for graph in graphs:
             objects.update(v for v in _lemmas(graph).values() if v)
             for attribute in _rows(graph, "attributes"):
-                value = lexicon.normalise(attribute["value"])
+                value = normalise(attribute["value"])
                 kind = lexicon.attribute_kind(value)
                 if kind is not None:
                     attributes.setdefault(kind, set()).add(value)
@@ -131,7 +133,7 @@ Description = tuple[str, frozenset[str]]
 
 
 def describe(graph: Graph, idx: int) -> Description:
-    values = {lexicon.normalise(a["value"]) for a in _rows(graph, "attributes") if a["obj"] == idx}
+    values = {normalise(a["value"]) for a in _rows(graph, "attributes") if a["obj"] == idx}
     return _lemmas(graph).get(idx, ""), frozenset(values)
 
 
@@ -190,9 +192,7 @@ class ImageContents:
         return bool(object_keys(lemma) & self.objects)
 
     def has_binding(self, value: str, lemma: str) -> bool:
-        return any(
-            (k, lexicon.normalise(lemma)) in self.bindings for k in lexicon.value_keys(value)
-        )
+        return any((k, normalise(lemma)) in self.bindings for k in lexicon.value_keys(value))
 
     def may_hold(self, subject: Description, predicate: str, object_: Description) -> bool:
         """Whether a stated relation could be this one: same predicate, and ends that
@@ -236,21 +236,12 @@ def _replace_once(text: str, word: str, replacement: str) -> str:
     return _word_pattern(word).sub(lambda m: _match_case(m.group(0), replacement), text, count=1)
 
 
-def pluralize(noun: str) -> str:
-    if noun.endswith(("s", "x", "z", "ch", "sh")):
-        return noun + "es"
-    if noun.endswith("y") and noun[-2:-1] not in "aeiou":
-        return noun[:-1] + "ies"
-    return noun + "s"
-
-
 def _fix_article(text: str, word: str) -> str:
     """'a orange' -> 'an orange' (and back) right before the replaced word."""
 
     def fix(match: re.Match[str]) -> str:
         article, following = match.group(1), match.group(2)
-        wanted = "an" if following[:1].lower() in "aeiou" else "a"
-        return _match_case(article, wanted) + " " + following
+        return _match_case(article, indefinite_article(following)) + " " + following
 
     return re.sub(rf"\b(an?)\s+({re.escape(word)})\b", fix, text, flags=re.IGNORECASE)
 
@@ -320,8 +311,8 @@ def replace_object(
     foil = _absent(rng, vocab.objects, image.has_object)
     if foil is None:
         return NO_OBJECT_FOIL
-    plural = lexicon.normalise(obj["name"]) != lexicon.normalise(obj["lemma"] or obj["name"])
-    replacement = pluralize(foil) if plural else foil
+    is_plural = normalise(obj["name"]) != normalise(obj["lemma"] or obj["name"])
+    replacement = plural(foil) if is_plural else foil
     edited = _fix_article(_replace_once(text, obj["name"], replacement), replacement)
     return Edit("replace", "obj", edited, f"{obj['name']}->{replacement}")
 

@@ -20,6 +20,7 @@ none has a converse that makes a caption reliably false.
 from __future__ import annotations
 
 from vlcomp.parse.lexicon import COLOURS, MATERIALS
+from vlcomp.text import normalise
 
 ATTRIBUTE_KINDS: dict[str, frozenset[str]] = {
     "colour": COLOURS | frozenset({"multicolored", "multicoloured", "colorful", "colourful"}),
@@ -75,11 +76,6 @@ SYNONYMS: tuple[frozenset[str], ...] = (
 
 _KIND: dict[str, str] = {v: kind for kind, values in ATTRIBUTE_KINDS.items() for v in values}
 _GROUP: dict[str, str] = {w: min(group) for group in SYNONYMS for w in group}
-
-
-def normalise(text: str) -> str:
-    """Lower-case with whitespace collapsed."""
-    return " ".join(str(text).lower().split())
 
 
 def head_word(value: str) -> str:

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from vlcomp.text import indefinite_article
+
 from .productivity_graph import SceneGraph, Walk
 
 # Size words go before other attributes ("a small red circle", not "a red small circle").
@@ -108,11 +110,6 @@ def pattern_from_walk(graph: SceneGraph, walk: Walk) -> Pattern:
 # --------------------------------------------------------------------------- render
 
 
-def article(word: str) -> str:
-    """'an' before a vowel letter, else 'a' (spelling rule; 'a uniform' comes out wrong)."""
-    return "an" if word[:1].lower() in "aeiou" else "a"
-
-
 def _ordered(attributes: tuple[Attr, ...], leading: tuple[str, ...]) -> list[Attr]:
     rank = {w: i for i, w in enumerate(leading)}
     order = sorted(
@@ -189,7 +186,7 @@ def render(pattern: Pattern, leading: tuple[str, ...] = SIZE_WORDS) -> str:
         rank[i] = 1 + sum(phrases[j] == phrases[i] for j in rank)
         if rank[i] > 1:
             return f"another {phrases[i]}"
-        return f"{article(phrases[i])} {phrases[i]}"
+        return f"{indefinite_article(phrases[i])} {phrases[i]}"
 
     clauses: list[str] = []
     for piece in pieces(pattern):

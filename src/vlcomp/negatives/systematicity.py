@@ -39,8 +39,9 @@ stated twice or not as such a phrase is not a target. Plural nouns get plural fo
 "an" before a replaced word are fixed, the case of a capitalised word is kept. Relation
 predicates may appear as any phrasing of their lexicon class ("over" for "above").
 
-Candidate rows: ``benchmark`` "crepe_systematicity", ``image`` the item's image_id (or
-``image_id#xywh=x,y,w,h`` with ``image_ref: xywh``), ``generator`` "template:wordnet",
+Candidate rows: ``benchmark`` the benchmark's name (default "crepe_systematicity"),
+``image`` the item's image_id (or ``image_id#xywh=x,y,w,h`` with ``image_ref: xywh``),
+``generator`` "template:wordnet",
 ``target`` null for the positive, for an HN-ATOM negative the replaced position (``att``,
 ``obj``, ``rel``), for an HN-COMP negative the compound kind (``att`` for attr_obj, ``rel``
 for obj_rel_obj); ``provenance`` JSON with ``foil``, ``original``, ``position``,
@@ -59,7 +60,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -70,7 +70,6 @@ import numpy as np
 import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, GRAPH_SCHEMA, conform
-from vlcomp.counts.normalize import IRREGULAR, KEEP_AS_IS, normalize_text, singularize
 from vlcomp.io import write_parquet
 from vlcomp.negatives.wordnet_foils import (
     DEFAULT_RELATIONS,
@@ -80,6 +79,8 @@ from vlcomp.negatives.wordnet_foils import (
     score_captions,
 )
 from vlcomp.scorers.base import TextScorer
+from vlcomp.text import indefinite_article, normalise_or_none, plural, word_spans
+from vlcomp.text.lemma import load_lemmatizer
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +118,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "max_foils": 20,  # foils per atom position scored (best tiers/closest kin first)
     "comp_foils": 6,  # best foils per position combined into HN-COMP candidates
     "image_scope": True,  # drop foiled compounds true elsewhere in the image
-    "senses": "all",  # WordNet senses: all | coherent | <int> (see FoilFinder)
+    "senses": "coherent",  # WordNet senses: coherent | all | <int> (tools/senses_check.py)
     "max_hops": 2,
     "min_depth": 3,
     "image_ref": "image_id",  # candidates' image: image_id | xywh (image_id#xywh=x,y,w,h)
@@ -137,7 +138,6 @@ COMP_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
     "obj_rel_obj": (("obj", "subj"), ("pred", "subj"), ("obj", "pred")),
 }
 
-_TOKEN = re.compile(r"[^\W_]+(?:['\u2019-][^\W_]+)*")
 FILLERS = frozenset("is are was were be being been that which who".split())
 DETERMINERS = frozenset(
     """a an the one two three four five six seven eight nine ten some several many few
@@ -145,7 +145,6 @@ DETERMINERS = frozenset(
 )
 MAX_MODIFIERS = 4
 MAX_OBJECT_GAP = 5
-_PLURALS = {singular: plural for plural, singular in reversed(IRREGULAR.items())}
 
 # ----------------------------------------------------------------------------- settings
 
@@ -179,7 +178,7 @@ CompoundKey = tuple[str, tuple[str, ...]]  # (compound kind, parts)
 @dataclass(frozen=True)
 class ObjectNode:
     idx: int
-    atom: str  # normalized lemma (or singularized name)
+    atom: str  # normalized lemma (or normalized name)
     surfaces: tuple[str, ...]  # how the caption may write it, longest first
     attributes: tuple[str, ...]  # normalized attribute values on this node
 
@@ -202,30 +201,16 @@ class Graph:
     atoms: dict[str, frozenset[str]]  # kind -> atoms of the graph
 
 
-def plural(noun: str) -> str:
-    """English plural of a (singular) noun; only the last word changes."""
-    head, _, last = noun.rpartition(" ")
-    if last in _PLURALS:
-        word = _PLURALS[last]
-    elif last in KEEP_AS_IS:
-        word = last
-    elif last.endswith(("s", "x", "z", "ch", "sh")):
-        word = last + "es"
-    elif last.endswith("y") and last[-2:-1] not in "aeiou":
-        word = last[:-1] + "ies"
-    else:
-        word = last + "s"
-    return f"{head} {word}" if head else word
-
-
 def parse_graph(
     objects: Sequence[Mapping], attributes: Sequence[Mapping], relations: Sequence[Mapping]
 ) -> Graph:
-    """Nodes, distinct compounds and atoms of one graph (the units' normalization)."""
+    """Nodes, distinct compounds and atoms of one graph (the units' normalization: an
+    object's atom is its normalised lemma, else its normalised name)."""
+    lemmatizer = load_lemmatizer()
     nodes: dict[int, ObjectNode] = {}
     attrs: dict[int, list[str]] = {}
     for a in attributes or []:
-        value = normalize_text(a.get("value"))
+        value = normalise_or_none(a.get("value"))
         if value is not None and isinstance(a.get("obj"), int):
             attrs.setdefault(a["obj"], [])
             if value not in attrs[a["obj"]]:
@@ -233,23 +218,24 @@ def parse_graph(
     atoms: dict[str, set[str]] = {"object": set(), "attribute": set(), "relation": set()}
     for o in objects or []:
         idx = o.get("idx")
-        name, lemma = normalize_text(o.get("name")), normalize_text(o.get("lemma"))
-        atom = lemma or singularize(name)
+        name, lemma = normalise_or_none(o.get("name")), normalise_or_none(o.get("lemma"))
+        atom = lemma or name
         if atom is None or not isinstance(idx, int) or idx in nodes:
             continue
-        surfaces = {s for s in (name, atom, plural(atom), singularize(name)) if s}
+        singular = lemmatizer.phrase(name) if name else None
+        surfaces = {s for s in (name, atom, plural(atom), singular) if s}
         ordered = tuple(sorted(surfaces, key=lambda s: (-len(s.split()), -len(s), s)))
         nodes[idx] = ObjectNode(idx, atom, ordered, tuple(attrs.get(idx, ())))
         atoms["object"].add(atom)
     compounds: list[Compound] = []
     for a in attributes or []:
-        value, obj = normalize_text(a.get("value")), a.get("obj")
+        value, obj = normalise_or_none(a.get("value")), a.get("obj")
         if value is not None:
             atoms["attribute"].add(value)
             if obj in nodes:
                 compounds.append(Compound("attr_obj", (value, nodes[obj].atom), (obj,)))
     for r in relations or []:
-        pred, subj, obj = normalize_text(r.get("pred")), r.get("subj"), r.get("obj")
+        pred, subj, obj = normalise_or_none(r.get("pred")), r.get("subj"), r.get("obj")
         if pred is None:
             continue
         atoms["relation"].add(pred)
@@ -343,7 +329,7 @@ class Token:
 
 
 def tokenize(text: str) -> list[Token]:
-    return [Token(m.group(0).lower(), m.start(), m.end()) for m in _TOKEN.finditer(text)]
+    return [Token(*span) for span in word_spans(text)]
 
 
 def _occurrences(tokens: Sequence[Token], phrase: str) -> list[tuple[int, int]]:
@@ -379,9 +365,10 @@ class Mention:
 
 def _noun_occurrences(tokens: Sequence[Token], node: ObjectNode) -> list[tuple[int, int, bool]]:
     """(start, end, plural) of each mention of the node's noun; longest surface wins."""
+    lemmatizer = load_lemmatizer()
     taken: dict[int, tuple[int, int, bool]] = {}
     for surface in node.surfaces:
-        is_plural = surface != node.atom and singularize(surface) == node.atom
+        is_plural = surface != node.atom and lemmatizer.phrase(surface) == node.atom
         for start, end in _occurrences(tokens, surface):
             if not any(s <= start < e or s < end <= e for s, e, _ in taken.values()):
                 taken[start] = (start, end, is_plural)
@@ -464,14 +451,6 @@ def locate(text: str, tokens: Sequence[Token], graph: Graph, compound: Compound)
 # ------------------------------------------------------------------------- text edits
 
 
-def _article(following: str, like: str) -> str:
-    word = following.lower()
-    vowel = word[:1] in "aeiou" and not word.startswith(("uni", "use", "one", "eu", "ur"))
-    vowel = vowel or word.startswith(("hour", "honest", "honor", "heir"))
-    wanted = "an" if vowel else "a"
-    return wanted.capitalize() if like[:1].isupper() else wanted
-
-
 def _cased(original: str, replacement: str) -> str:
     return replacement[:1].upper() + replacement[1:] if original[:1].isupper() else replacement
 
@@ -495,7 +474,7 @@ def _splice(text: str, tokens: Sequence[Token], edits: Iterable[Edit], lo: int, 
             and tokens[k].word in ("a", "an")
             and _joined(text, tokens, k, i + 1)
         ):
-            replace[k] = (i, _article(new, text[tokens[k].start : tokens[k].end]))
+            replace[k] = (i, indefinite_article(new, text[tokens[k].start : tokens[k].end]))
     out, cursor = [], lo
     for i in sorted(replace):
         j, new = replace[i]
@@ -560,9 +539,9 @@ def comp_text(
     if sentence_start and c2[:1].isupper() and c2.split(" ", 1)[0] != "I":
         c2 = c2[:1].lower() + c2[1:]
     if det:
-        det1 = _article(c1, det) if det.lower() in ("a", "an") else det
+        det1 = indefinite_article(c1, det) if det.lower() in ("a", "an") else det
         det2 = det.lower() if sentence_start else det
-        det2 = _article(c2, det2) if det2.lower() in ("a", "an") else det2
+        det2 = indefinite_article(c2, det2) if det2.lower() in ("a", "an") else det2
         joined = f"{det1} {c1} and {det2} {c2}"
     else:
         joined = f"{c1} and {c2}"
@@ -835,11 +814,12 @@ def build_systematicity_negatives(
     settings: Mapping[str, Any] | None = None,
     seed: int = 0,
     unseen: Mapping[str, set[CompoundKey]] | None = None,
+    benchmark: str = BENCHMARK,
 ) -> SystematicityNegatives:
     """HN-ATOM and HN-COMP candidates for every item (pure; see the module docstring).
 
     ``unseen``: eval item_id -> unseen compound keys ``(kind, parts)`` (from the split
-    assignments), preferred as targets.
+    assignments), preferred as targets. ``benchmark``: the candidates' benchmark name.
     """
     cfg = resolve_settings(settings)
     items = _check_items(items)
@@ -904,7 +884,7 @@ def build_systematicity_negatives(
                 continue
             if len(negatives) < need:
                 failures[("kept_short", family, f"{len(negatives)}_of_{need}")] += 1
-            candidates += _candidate_rows(plan.row, family, target, negatives, cfg, seed)
+            candidates += _candidate_rows(plan.row, family, target, negatives, cfg, seed, benchmark)
             regions.append(_region_row(plan.row, family, target.mention.compound))
 
     failure_table = pl.DataFrame(
@@ -962,12 +942,13 @@ def _candidate_rows(
     negatives: Sequence[Negative],
     cfg: Mapping[str, Any],
     seed: int,
+    benchmark: str = BENCHMARK,
 ) -> list[dict[str, Any]]:
     """The positive and the negatives of one retrieval set, as CANDIDATES_SCHEMA rows."""
     eval_id = str(row["item_id"])
     compound = _compound_json(target.mention.compound)
     common = {
-        "benchmark": BENCHMARK,
+        "benchmark": benchmark,
         "item_id": f"{eval_id}/{family}",
         "image": _image_ref(row, cfg["image_ref"]),
         "family": family,
@@ -1038,6 +1019,7 @@ def systematicity_negatives(
     out_regions: Path | None = None,
     assignments: Path | None = None,
     wordnet: Any = None,
+    benchmark: str = BENCHMARK,
 ) -> None:
     """Write CREPE systematicity candidates, failure counts and (optionally) region boxes.
 
@@ -1046,7 +1028,8 @@ def systematicity_negatives(
     ``vlcomp.scorers.make_scorer`` (``{kind: ngram, model: ...}``, or a masked/causal LM a
     user has), or the path of an n-gram model; ``settings``: ``DEFAULT_SETTINGS`` keys;
     ``assignments``: the split assignments for the same corpus (unseen compounds are
-    preferred as targets).
+    preferred as targets); ``benchmark``: the benchmark's name (the config key), written
+    in the candidates' ``benchmark`` column.
     """
     cfg = resolve_settings(settings)
     text_scorer = _as_scorer(scorer)
@@ -1060,10 +1043,11 @@ def systematicity_negatives(
     )
     unseen = read_unseen(Path(assignments)) if assignments is not None else None
     result = build_systematicity_negatives(
-        pl.read_parquet(items), finder, text_scorer, cfg, seed, unseen
+        pl.read_parquet(items), finder, text_scorer, cfg, seed, unseen, benchmark
     )
     meta = {
         "vlcomp.stage": "negatives/crepe_systematicity",
+        "vlcomp.benchmark": benchmark,
         "vlcomp.generator": GENERATOR,
         "vlcomp.seed": str(seed),
         "vlcomp.settings": json.dumps(cfg, sort_keys=True),

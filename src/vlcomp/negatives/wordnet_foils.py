@@ -83,8 +83,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
-from vlcomp.counts.normalize import normalize_text
 from vlcomp.scorers.base import TextScorer
+from vlcomp.text import normalise_or_none
 
 KINDS: tuple[str, ...] = ("object", "attribute", "relation")
 
@@ -177,7 +177,7 @@ class RelationLexicon:
         index: dict[str, str] = {}
         for name, members in self.classes.items():
             for member in members:
-                key = normalize_text(member)
+                key = normalise_or_none(member)
                 if key is None:
                     continue
                 if key in index and index[key] != name:
@@ -196,12 +196,12 @@ class RelationLexicon:
         object.__setattr__(self, "_index", index)
 
     def class_of(self, relation: str) -> str | None:
-        key = normalize_text(relation)
+        key = normalise_or_none(relation)
         return self._index.get(key) if key else None
 
     def canonical(self, relation: str) -> str:
         """``<class>`` for a lexicon relation, else the normalized relation."""
-        key = normalize_text(relation) or relation
+        key = normalise_or_none(relation) or relation
         cls = self.class_of(key)
         return f"<{cls}>" if cls is not None else key
 
@@ -222,7 +222,7 @@ class RelationLexicon:
         """All phrasings of ``relation``'s class (itself alone when it has none), longest
         first: how a caption may state it."""
         cls = self.class_of(relation)
-        key = normalize_text(relation) or relation
+        key = normalise_or_none(relation) or relation
         members = set(self.classes[cls]) | {key} if cls else {key}
         return tuple(sorted(members, key=lambda s: (-len(s.split()), -len(s), s)))
 
@@ -306,7 +306,7 @@ def vocabulary_from(vocabulary: VocabularyInput, min_count: int = 1) -> dict[str
             raise ValueError(f"atoms table: missing column(s) {sorted(missing)}")
         kept = vocabulary.filter(pl.col("count") >= min_count)
         for kind, value in kept.select("kind", "value").iter_rows():
-            if kind in out and (v := normalize_text(value)):
+            if kind in out and (v := normalise_or_none(value)):
                 out[kind].add(v)
     else:
         for kind, values in vocabulary.items():
@@ -314,7 +314,7 @@ def vocabulary_from(vocabulary: VocabularyInput, min_count: int = 1) -> dict[str
                 raise ValueError(f"vocabulary kind {kind!r}; expected one of {KINDS}")
             if isinstance(values, Mapping):
                 values = [v for v, c in values.items() if c >= min_count]
-            out[kind].update(v for value in values if (v := normalize_text(value)))
+            out[kind].update(v for value in values if (v := normalise_or_none(value)))
     return {kind: tuple(sorted(values)) for kind, values in out.items()}
 
 
@@ -587,7 +587,7 @@ class FoilFinder:
         shared hypernym, attribute noun or lexicon classes, when there is one."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        o, f = normalize_text(original), normalize_text(candidate)
+        o, f = normalise_or_none(original), normalise_or_none(candidate)
         if o is None or f is None:
             raise ValueError("blank atom")
         if o == f:
@@ -606,7 +606,7 @@ class FoilFinder:
 
     def is_known(self, kind: str, value: str) -> bool:
         """Whether ``value`` has a WordNet sense (or lexicon entry) for ``kind``."""
-        v = normalize_text(value) or ""
+        v = normalise_or_none(value) or ""
         if kind == "object":
             return bool(self.synsets(v, "n"))
         if kind == "attribute":
@@ -624,7 +624,7 @@ class FoilFinder:
         Cached per (kind, value); not counted in ``stats``."""
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-        v = normalize_text(value)
+        v = normalise_or_none(value)
         if v is None:
             raise ValueError("blank atom")
         cache_key = (kind, v)
@@ -694,7 +694,7 @@ class FoilFinder:
         if isinstance(related, Rejection):
             self.stats[(kind, related.reason)] += 1
             return related
-        banned = {n for word in forbidden if (n := normalize_text(word))}
+        banned = {n for word in forbidden if (n := normalise_or_none(word))}
         kept = [f for f in related if f.value not in banned]
         if not kept:
             self.stats[(kind, ALL_FORBIDDEN)] += 1

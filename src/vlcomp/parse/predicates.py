@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from vlcomp.text import normalise
+
 from .lexicon import RELATIONAL_NOUNS, RELATIONAL_PLURALS
 
 _LEADING_PREPS = ("on", "in", "at", "to", "from", "by", "near", "along")
@@ -69,15 +71,10 @@ def _generic_map() -> dict[str, str]:
 DEFAULT_PREDICATE_MAP: dict[str, str] = _generic_map()
 
 
-def normalise_words(text: str) -> str:
-    """Lower-case and collapse whitespace."""
-    return " ".join(text.lower().split())
-
-
 @dataclass(frozen=True)
 class PredicateMap:
     """Surface form -> canonical predicate (keys and values normalised with
-    ``normalise_words``). Build with ``PredicateMap.build``."""
+    ``vlcomp.text.normalise``). Build with ``PredicateMap.build``."""
 
     mapping: Mapping[str, str] = field(default_factory=lambda: dict(DEFAULT_PREDICATE_MAP))
     strip_verbs: bool = False
@@ -93,7 +90,7 @@ class PredicateMap:
         """
         merged = dict(DEFAULT_PREDICATE_MAP)
         for surface, canonical in (extra or {}).items():
-            merged[normalise_words(surface)] = normalise_words(canonical)
+            merged[normalise(surface)] = normalise(canonical)
         return cls(merged, strip_verbs)
 
     @cached_property
@@ -120,7 +117,7 @@ class PredicateMap:
         return None
 
     def __call__(self, predicate: str) -> str:
-        pred = normalise_words(predicate)
+        pred = normalise(predicate)
         hit = self.mapping.get(pred)
         if hit is not None:
             return hit

@@ -1,7 +1,8 @@
 """An interpolated modified Kneser-Ney word n-gram language model (Chen & Goodman 1999).
 
-Tokenisation: lower-case, then the words of ``TOKEN_PATTERN`` (runs of letters and digits,
-with inner apostrophes: ``kitchen's``); punctuation is dropped. Each caption becomes
+Tokenisation: the text layer's words (``vlcomp.text``: apostrophe look-alikes made
+straight, lower-cased, runs of letters and digits with inner apostrophes and hyphens:
+``kitchen's``, ``t-shirt``); other punctuation is dropped. Each caption becomes
 ``<s> w1 .. wm </s>`` with a single ``<s>``, so the first words use shorter contexts (as
 KenLM and SRILM do). Training words seen fewer than ``min_count`` times become ``<unk>``,
 and so does every unseen word at scoring time.
@@ -43,8 +44,12 @@ import polars as pl
 
 from vlcomp.io import read_parquet_metadata, write_parquet
 from vlcomp.scorers.corpus import read_texts, texts_digest
+from vlcomp.text import APOSTROPHE_LOOKALIKES, TEXT_LAYER_VERSION, WORD_PATTERN
 
-TOKEN_PATTERN = r"[^\W_]+(?:'[^\W_]+)*"
+# ``vlcomp.text.words`` as polars expressions (the same tokens, vectorised); stored with a
+# model so that one trained with another tokeniser is refused.
+TOKENIZER = f"vlcomp.text/{TEXT_LAYER_VERSION} {WORD_PATTERN}"
+_STRAIGHT = {c: "'" for c in APOSTROPHE_LOOKALIKES}
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
 BOS_ID, EOS_ID, UNK_ID = 0, 1, 2
 NO_TOKEN = -1  # a history slot before the start of the caption: matches no table row
@@ -54,9 +59,10 @@ ID = pl.Int32
 
 
 def tokenize(texts: Sequence[str] | pl.Series) -> pl.Series:
-    """Lower-cased word tokens per text (a list column)."""
+    """Lower-cased word tokens per text (a list column): ``vlcomp.text.words``."""
     series = texts if isinstance(texts, pl.Series) else pl.Series("text", texts, dtype=pl.String)
-    return series.str.to_lowercase().str.extract_all(TOKEN_PATTERN).rename("tokens")
+    straight = series.str.replace_many(_STRAIGHT)
+    return straight.str.to_lowercase().str.extract_all(WORD_PATTERN).rename("tokens")
 
 
 def _history(length: int) -> list[str]:
@@ -151,7 +157,8 @@ class NgramLM:
         self.data_digest = data_digest
         self.discounts = discounts
         self.table = table
-        self.name = f"ngram{order}-mkn-min{min_count}@{data_digest[:16]}"
+        # the text layer's version in the name keeps cached scores of another tokeniser apart
+        self.name = f"ngram{order}-mkn-min{min_count}-text{TEXT_LAYER_VERSION}@{data_digest[:16]}"
         unigrams = table.filter(pl.col("level") == 1).sort("w")
         if unigrams["w"].to_list() != list(range(len(unigrams))):
             raise ValueError("n-gram table: unigram ids are not 0..V-1")
@@ -323,7 +330,7 @@ class NgramLM:
             "min_count": str(self.min_count),
             "data_sha256": self.data_digest,
             "discounts": json.dumps(self.discounts),
-            "token_pattern": TOKEN_PATTERN,
+            "tokenizer": TOKENIZER,
             "scorer_name": self.name,
         }
         write_parquet(self.table, path, metadata=metadata)
@@ -333,7 +340,7 @@ class NgramLM:
         metadata = read_parquet_metadata(path)
         if metadata.get("format") != FORMAT:
             raise ValueError(f"{path}: not a {FORMAT} model (format={metadata.get('format')})")
-        if metadata["token_pattern"] != TOKEN_PATTERN:
+        if metadata.get("tokenizer") != TOKENIZER:
             raise ValueError(f"{path}: trained with another tokeniser; retrain the model")
         discounts = [tuple(d) for d in json.loads(metadata["discounts"])]
         return cls(

@@ -27,15 +27,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vlcomp.text import indefinite_article, plural
+
 from .scenes import Scene
-from .vocab import (
-    ALT_RELATION_SURFACES,
-    CONVERSE,
-    NUMBER_WORDS,
-    RELATION_SURFACES,
-    indefinite_article,
-    plural,
-)
+from .vocab import ALT_RELATION_SURFACES, CONVERSE, NUMBER_WORDS, RELATION_SURFACES
 
 # A piece of caption text; ``node`` is set on the segment holding a mention's noun.
 Segment = tuple[str, int | None]

@@ -27,10 +27,10 @@ from typing import Any
 import polars as pl
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA
-from vlcomp.counts.normalize import normalize_text, singularize
 from vlcomp.counts.units import graph_units
 from vlcomp.io import write_json
-from vlcomp.splits.assign import CREPE_SPLITS, EXCLUDED, LABELS, NONE, UA, UC
+from vlcomp.splits.assign import CREPE_SPLITS, LABELS, NO_COMPOUND, NONE, UA, UC, normalize_binding
+from vlcomp.text import normalise_or_none
 
 _ATOM_KIND = {"shape": "object", "colour": "attribute", "size": "attribute", "relation": "relation"}
 
@@ -68,7 +68,7 @@ class HeldOut:
             raise ValueError(f"manifest: no hold-out for corpus {corpus!r}") from err
 
         def norm(word: str) -> str:
-            value = normalize_text(word)
+            value = normalise_or_none(word)
             assert value is not None
             return value
 
@@ -77,7 +77,7 @@ class HeldOut:
             for kind, values in holdout["atoms_by_kind"].items()
             for v in values
         }
-        bindings = {(norm(a), singularize(s) or norm(s)) for a, s in holdout["bindings"]}
+        bindings = {normalize_binding(a, s) for a, s in holdout["bindings"]}
         compounds = {("attr_obj", (norm(a), norm(s))) for a, s in holdout["bindings"]}
         compounds |= {
             ("obj_rel_obj", (norm(a), norm(r), norm(b)))
@@ -141,7 +141,7 @@ def expected_splits(items: pl.DataFrame, held: HeldOut) -> tuple[pl.DataFrame, p
 class WorldAgreement:
     """Agreement of derived with expected splits.
 
-    crepe_confusion: expected, derived, items (``excluded`` for no split);
+    crepe_confusion: expected, derived, items (``no_compound`` for no split);
     binding_confusion: expected (seen/unseen), derived (perfect/close/none), bindings;
     gaps: kind, unit, items: units unseen in training although not held out (by chance, or
     from parse errors when the training graphs are parsed), with the number of items that
@@ -185,10 +185,10 @@ def world_agreement(
         on="item_id",
         how="left",
     ).with_columns(
-        pl.col("expected_crepe").fill_null(EXCLUDED).alias("expected"),
-        pl.col("derived").fill_null(EXCLUDED),
+        pl.col("expected_crepe").fill_null(NO_COMPOUND).alias("expected"),
+        pl.col("derived").fill_null(NO_COMPOUND),
     )
-    order = [*CREPE_SPLITS, EXCLUDED]
+    order = [*CREPE_SPLITS, NO_COMPOUND]
     crepe_conf = _confusion(crepe, order, order, "items")
     crepe_n = crepe.height
     crepe_rate = _rate(int((crepe["expected"] == crepe["derived"]).sum()), crepe_n)

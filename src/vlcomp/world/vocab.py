@@ -160,15 +160,3 @@ DEFAULT_WORLD_CONFIG: dict[str, Any] = {
         },
     },
 }
-
-
-def plural(noun: str) -> str:
-    """English plural of a shape noun ("cross" -> "crosses")."""
-    if noun.endswith(("s", "x", "z", "sh", "ch")):
-        return noun + "es"
-    return noun + "s"
-
-
-def indefinite_article(next_word: str) -> str:
-    """ "a" or "an" for the word that follows (vowel-letter heuristic, fine for this vocab)."""
-    return "an" if next_word[:1].lower() in "aeiou" else "a"

@@ -65,10 +65,11 @@ from vlcomp.negatives.productivity_text import (
     pattern_from_walk,
     render,
 )
+from vlcomp.text import collapse_spaces
 
 from .prompts import ProductivityPrompts, atoms_text
 from .sugarcrepe import generator_name
-from .validate import ProductivityValidator, normalise, same_text
+from .validate import ProductivityValidator, same_text
 
 MIN_COMPLEXITY = 5
 POSITIVE = "positive"
@@ -282,7 +283,7 @@ class ProductivityGenerator:
             for i, (u, resp) in enumerate(zip(pending, responses, strict=True)):
                 reason = f"response: {resp.error}" if resp.error else verdict[i]
                 if reason is None:
-                    u.text = normalise(captions[i] or "")
+                    u.text = collapse_spaces(captions[i] or "")
                 else:
                     self._reject(u, reason)
                     still.append(u)

@@ -47,9 +47,10 @@ import polars as pl
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, conform
 from vlcomp.llm import LLMClient, Request, Response
 from vlcomp.negatives.pairs import pair_boxes
+from vlcomp.text import collapse_spaces, normalise
 
 from .prompts import SugarCrepePrompts
-from .validate import PairCheck, PairValidator, normalise, same_text
+from .validate import PairCheck, PairValidator, same_text
 
 FAMILY_TARGETS: tuple[tuple[str, str], ...] = (
     ("replace", "obj"),
@@ -135,7 +136,7 @@ class PairsResult:
 
 
 def _in_caption(concept: str, caption: str) -> bool:
-    return bool(concept.strip()) and normalise(concept).casefold() in normalise(caption).casefold()
+    return bool(concept.strip()) and normalise(concept) in normalise(caption)
 
 
 class SugarCrepeGenerator:
@@ -248,7 +249,7 @@ class SugarCrepeGenerator:
             if resp.error is not None:
                 reason = f"propose: {resp.error}"
             else:
-                t.new = normalise(resp.parsed["new"])
+                t.new = collapse_spaces(resp.parsed["new"])
                 assert t.concept is not None
                 if not t.new:
                     reason = PROPOSE_EMPTY
@@ -303,7 +304,7 @@ class SugarCrepeGenerator:
         ok, rejected = [], []
         for t, reason in zip(tasks, self.validator.check(checks), strict=True):
             if reason is None:
-                t.negative = normalise(t.negative or "")
+                t.negative = collapse_spaces(t.negative or "")
                 ok.append(t)
             else:
                 self._reject(t, reason)
@@ -320,7 +321,7 @@ class SugarCrepeGenerator:
                 continue
             for family, target in self.families:
                 tasks.append(
-                    Task(item["item_id"], item["image_id"], normalise(text), family, target)
+                    Task(item["item_id"], item["image_id"], collapse_spaces(text), family, target)
                 )
         return tasks
 

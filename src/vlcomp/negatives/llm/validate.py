@@ -6,8 +6,9 @@ Text checks (in this order; the first failing one is the rejection reason):
 reason                     rule
 =========================  ================================================================
 ``text: empty``            nothing but whitespace (or no answer text at all)
-``text: equal to the       the negative equals the positive, ignoring case and runs of
-positive``                 whitespace (pairs only)
+``text: equal to the       the negative equals the positive in the text layer's comparison
+positive``                 form (``vlcomp.text.normalise``: case, runs of whitespace and
+                           apostrophe look-alikes ignored; pairs only)
 ``text: non-English``      the ingest screening heuristic (``vlcomp.ingest.rules``: script
                            share and foreign function words) says "not English"
 ``text: too long``         more than ``max_chars`` characters after whitespace normalisation
@@ -70,7 +71,6 @@ and ``productivity: adds negation`` (any in a pattern without negated atoms).
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -78,6 +78,7 @@ from typing import Any
 
 from vlcomp.ingest.rules import CaptionRules, looks_non_english
 from vlcomp.negatives.productivity_text import Pattern
+from vlcomp.text import collapse_spaces, normalise, words
 
 # ------------------------------------------------------------------ reasons: text
 EMPTY = "text: empty"
@@ -121,16 +122,11 @@ RULES: dict[tuple[str, str], Rule] = {
 }
 
 NEGATION_WORDS = frozenset({"not", "no", "never", "without", "nor"})
-_WORD = re.compile(r"[a-z']+")
-
-
-def normalise(text: str) -> str:
-    return " ".join(text.split())
 
 
 def same_text(a: str, b: str) -> bool:
-    """Equal ignoring case and runs of whitespace."""
-    return normalise(a).casefold() == normalise(b).casefold()
+    """Equal in the text layer's comparison form (case, whitespace, apostrophes)."""
+    return normalise(a) == normalise(b)
 
 
 def text_reason(
@@ -139,7 +135,7 @@ def text_reason(
     """The first text check ``text`` fails (see the module docstring), or None."""
     if text is None or not text.strip():
         return EMPTY
-    clean = normalise(text)
+    clean = collapse_spaces(text)
     if positive is not None and same_text(clean, positive):
         return EQUAL
     if looks_non_english(clean, rules):
@@ -372,7 +368,9 @@ class PairValidator:
             text_reason(p.negative, self.max_chars, self.rules, p.positive) for p in pairs
         ]
         todo = [i for i, r in enumerate(reasons) if r is None]
-        texts = [pairs[i].positive for i in todo] + [normalise(pairs[i].negative) for i in todo]
+        texts = [pairs[i].positive for i in todo] + [
+            collapse_spaces(pairs[i].negative) for i in todo
+        ]
         graphs = self.reader.graphs(texts)
         for k, i in enumerate(todo):
             pos, neg = graphs[k], graphs[len(todo) + k]
@@ -401,8 +399,7 @@ class Reference:
 
 
 def negation_count(text: str) -> int:
-    words = _WORD.findall(text.lower())
-    return sum(w in NEGATION_WORDS or w.endswith("n't") for w in words)
+    return sum(w in NEGATION_WORDS or w.endswith("n't") for w in words(text))
 
 
 def _predicate_matches(caption: str, walk: str) -> bool:
@@ -530,7 +527,7 @@ class ProductivityValidator:
         refs = self.references(patterns)
         reasons = [text_reason(c, self.max_chars, self.rules) for c in captions]
         todo = [i for i, r in enumerate(reasons) if r is None]
-        self.reader.parsed(normalise(captions[i] or "") for i in todo)
+        self.reader.parsed(collapse_spaces(captions[i] or "") for i in todo)
         for i in todo:
-            reasons[i] = self.graph_reason(normalise(captions[i] or ""), refs[i])
+            reasons[i] = self.graph_reason(collapse_spaces(captions[i] or ""), refs[i])
         return reasons, refs
