@@ -8,6 +8,11 @@ from __future__ import annotations
 
 import polars as pl
 
+# Parquet metadata: why a stage's output holds nothing (or a panel of its figure is empty).
+NOTE_KEY = "vlcomp.note"
+# Parquet metadata of an evaluation's excluded table: the items the job was given.
+ITEMS_KEY = "vlcomp.items"
+
 OBJECTS_DTYPE = pl.List(pl.Struct({"idx": pl.Int64, "name": pl.String, "lemma": pl.String}))
 ATTRIBUTES_DTYPE = pl.List(pl.Struct({"obj": pl.Int64, "value": pl.String}))
 RELATIONS_DTYPE = pl.List(pl.Struct({"subj": pl.Int64, "pred": pl.String, "obj": pl.Int64}))

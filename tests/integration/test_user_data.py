@@ -274,6 +274,11 @@ def test_every_benchmark_kind_is_evaluated(user_run):
         assert table.filter(pl.col("model") == "mine").height > 0, name
         assert (results / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG", name
     assert (results / "metrics" / "summary.md").stat().st_size > 0
+    # Tables carry the benchmark's name (the config key) and its kind in a column of its own.
+    for name in ["systematicity", "systematicity_bindsplit"]:
+        table = pl.read_parquet(results / "metrics" / f"{name}.parquet")
+        assert set(table["benchmark"]) == {"systematicity"}, name
+        assert set(table["kind"]) == {"crepe_systematicity"}, name
     for corpus in ["shapes", "factual"]:
         assert (results / "export/crepe/systematicity" / corpus / "summary.json").exists()
     assert (results / "blind/pairs/shapes.parquet").exists()
@@ -300,6 +305,11 @@ def test_missing_photo_is_counted_not_fatal(user_run):
         excluded = pl.read_parquet(results / "metrics" / "mine" / f"{name}_excluded.parquet")
         assert excluded.height >= 1, name
         assert set(excluded["status"].to_list()) == {"missing"}, name
+    # The summary counts them per benchmark: 4 published pairs, the missing photo's excluded.
+    summary = (results / "metrics" / "summary.md").read_text()
+    assert "| published | imported | 4 | 3 | 1 | 0 | 25.0% | 0 |" in summary
+    assert "- **published**: 25% of its items (1 of 4) are excluded because" in summary
+    assert "| published_wino | imported | 2 | 1 | 1 | 0 | 50.0% | 0 |" in summary
 
 
 def test_text_only_corpus_is_counted(user_run):

@@ -137,7 +137,7 @@ def test_benchmark_job_pairs_parts_and_excluded(data, checkpoint):
     assert set(predictions["n_candidates"]) == {2}
     c1 = predictions.filter(pl.col("part") == "c1")
     assert c1.filter(pl.col("item_id") == "p0")["split"][0] == "seen"
-    assert c1.filter(pl.col("item_id") == "p2")["split"][0] == "excluded"
+    assert c1.filter(pl.col("item_id") == "p2")["split"][0] == "not_in_splits"
     assert predictions.filter(pl.col("part") == "c2")["split"].null_count() == 4
     assert predictions["image"].to_list()[:2] == ["0", "1"]
     # the set path's accuracy is the direct count (strictly above; a tie is wrong)
@@ -149,7 +149,7 @@ def test_benchmark_job_pairs_parts_and_excluded(data, checkpoint):
             & (pl.col("metric") == "accuracy_micro") & pl.col("complexity").is_null()
         )  # fmt: skip
         assert cell["value"].to_list() == [pytest.approx(direct)]
-    assert set(metrics["split"]) == {"all", "seen", "unseen", "excluded"}
+    assert set(metrics["split"]) == {"all", "seen", "unseen", "not_in_splits"}
     assert metrics.filter(pl.col("model") == "chance")["value"].unique().to_list() == [0.5]
     # a rerun takes every embedding from the cache and writes the same bytes
     again = str(folder / "again.parquet")

@@ -121,9 +121,15 @@ def test_splits_and_complexity():
     )
     splits = pl.DataFrame({"item_id": ["i1", "i2", "i3"], "crepe_split": ["SC", "UC", None]})
     pred = attach_splits(rank_sets(frame), splits, "crepe_split")
-    assert pred["split"].to_list() == ["SC", "UC", "excluded", "excluded"]
+    # i3 has no compound (a null crepe_split), i4 is not in the table at all
+    assert pred["split"].to_list() == ["SC", "UC", "no_compound", "not_in_splits"]
     table = set_metric_table(pred, SetEvalSettings(resamples=0))
-    assert set(table["split"]) == {"all", "SC", "UC", "excluded"}
+    assert set(table["split"]) == {"all", "SC", "UC", "no_compound", "not_in_splits"}
+    loose = splits.rename({"crepe_split": "split_loose"})
+    assert attach_splits(rank_sets(frame), loose, "split_loose")["split"][2] == "no_binding"
+    assert attach_splits(rank_sets(frame), splits.rename({"crepe_split": "s"}), "s")[
+        "split"
+    ].to_list()[2:] == ["no_split", "not_in_splits"]
     at4 = table.filter(
         (pl.col("model") == "m") & (pl.col("complexity") == 4) & (pl.col("split") == "all")
         & (pl.col("metric") == "R@1_micro")
@@ -136,7 +142,7 @@ def test_splits_keyed_by_eval_item():
     regions = pl.DataFrame({"item_id": ["e1/atom", "e1/comp"], "eval_item_id": ["e1", "e1"]})
     splits = pl.DataFrame({"item_id": ["e1"], "split": ["UC"]})
     assert attach_splits(pred, splits, key_of=split_keys(regions))["split"].to_list() == ["UC"] * 2
-    assert attach_splits(pred, splits)["split"].to_list() == ["excluded"] * 2
+    assert attach_splits(pred, splits)["split"].to_list() == ["not_in_splits"] * 2
 
 
 def test_items_without_negatives_are_an_error():

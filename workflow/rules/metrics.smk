@@ -179,6 +179,8 @@ rule collect_metrics:
         ),
     conda:
         "../envs/vlcomp.yaml"
+    params:
+        kind=lambda wc: BENCHMARKS[table_benchmark(wc.table)]["kind"],
     message:
         "Collecting the {wildcards.table} metrics of all models"
     script:
@@ -297,6 +299,10 @@ rule metrics_summary:
                 *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
             ],
         ),
+        excluded=[f for b in summary_benchmarks().values() for f in b["excluded"]],
+        rejected=sorted(
+            {f for b in summary_benchmarks().values() for f in b["rejected"]}
+        ),
     output:
         report(
             "results/metrics/summary.md",
@@ -307,6 +313,8 @@ rule metrics_summary:
         "logs/metrics/summary.log",
     conda:
         "../envs/vlcomp.yaml"
+    params:
+        benchmarks=summary_benchmarks(),
     message:
         "Markdown summary of every benchmark's metrics"
     script:

@@ -10,5 +10,6 @@ with job_log(snakemake.log[0]) as log:
         list(snakemake.input.tables),
         snakemake.output[0],
         crossover=snakemake.input.get("crossover"),
+        benchmarks=snakemake.params.benchmarks,
     )
     log(f"wrote {snakemake.output[0]}")

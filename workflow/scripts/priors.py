@@ -18,5 +18,6 @@ with job_log(snakemake.log[0]) as log:
         figure_pdf=snakemake.output.pdf,
         bins=settings["bins"],
         min_count=settings["min_count"],
+        log=log,
     )
     log(f"wrote {snakemake.output.table}")

@@ -20,5 +20,6 @@ with job_log(snakemake.log[0]) as log:
         grid=settings["grid"],
         seed=settings["seed"],
         normalisation=tuple(settings["normalisation"]),
+        log=log,
     )
     log(f"wrote {snakemake.output.refined}")

@@ -20,5 +20,6 @@ with job_log(snakemake.log[0]) as log:
         snakemake.params.seed,
         out_regions=Path(snakemake.output.regions),
         assignments=Path(snakemake.input.splits),
+        benchmark=snakemake.wildcards.benchmark,
     )
     log(f"wrote {snakemake.output.candidates}")

@@ -19,7 +19,7 @@ Checks:
   (for pairs: 1 - share / 2).
 - :func:`bindsplit_items` (``vlcomp.splits.assign.assign``: the labels, buckets and
   STRICT / LOOSE splits of the splits stage, not reimplemented) and the tables built from it:
-  :func:`composition_table` (seen / mixed / unseen / excluded per side, BindSplit Table 1),
+  :func:`composition_table` (seen / mixed / unseen / no_binding per side, BindSplit Table 1),
   :func:`seen_share_table` (positives vs negatives whose bindings are all seen, BindSplit
   Fig. 3), :func:`binding_label_table` (perfect / close / none share of the bindings).
 - :func:`binding_familiarity_scores` + :func:`familiarity_table`: "pick the more familiar
@@ -42,12 +42,12 @@ from vlcomp.refine.blind import TiePolicy, blind_accuracy
 from vlcomp.refine.candidates import ITEM_KEY, check_items
 from vlcomp.refine.scores import scorer_names, with_text_keys
 from vlcomp.refine.words import words
-from vlcomp.splits.assign import BINDSPLIT_SPLITS, EXCLUDED, LABELS, RULES, SEEN, assign
+from vlcomp.splits.assign import BINDSPLIT_SPLITS, LABELS, NO_BINDING, RULES, SEEN, assign
 
 ALL = "all"
 MACRO = "macro"
 SIDES: dict[str, str] = {"positive": "pos_", "negative": "neg_", "sample": ""}
-COMPOSITION: tuple[str, ...] = (*BINDSPLIT_SPLITS, EXCLUDED)
+COMPOSITION: tuple[str, ...] = (*BINDSPLIT_SPLITS, NO_BINDING)
 BINDING_RULES: dict[str, str] = {
     # familiarity rule -> the count summed (log1p) over a caption's distinct bindings
     "bindings_strict": "perfect_count",
@@ -82,7 +82,7 @@ COMPOSITION_SCHEMA: dict[str, pl.DataType] = {
     "type": pl.String,
     "rule": pl.String,  # strict | loose
     "side": pl.String,  # positive | negative (pooled negatives of an item) | sample (both)
-    "split": pl.String,  # seen | mixed | unseen | excluded (no binding)
+    "split": pl.String,  # seen | mixed | unseen | no_binding
     "count": pl.Int64,
     "n": pl.Int64,  # items of the type
     "share": pl.Float64,
@@ -406,14 +406,14 @@ def bindsplit_items(
 
 def composition_table(items: pl.DataFrame, variants: Sequence[str]) -> pl.DataFrame:
     """``COMPOSITION_SCHEMA``: per variant, type, rule and side the items whose side is
-    seen / mixed / unseen / excluded (no binding), of all the type's items."""
+    seen / mixed / unseen / no_binding, of all the type's items."""
     rows = []
     for frame in (items, items.with_columns(type=pl.lit(ALL))):
         for (variant, type_), group in frame.group_by("variant", "type"):
             n = group.height
             for rule in RULES:
                 for side, prefix in SIDES.items():
-                    values = group[f"{prefix}split_{rule}"].fill_null(EXCLUDED)
+                    values = group[f"{prefix}split_{rule}"].fill_null(NO_BINDING)
                     for split in COMPOSITION:
                         k = int((values == split).sum())
                         rows.append((variant, type_, rule, side, split, k, n, k / n if n else None))
@@ -702,7 +702,7 @@ def audit_tables(
         if not int(items["pos_bucket"].is_not_null().sum()):
             notes.append(
                 "the parser found no (attribute, object) binding in any positive caption: "
-                "every item is 'excluded' from BindSplit"
+                "every item is 'no_binding' in BindSplit"
             )
     present = [s for s in familiarity_scorers if s in set(blind["scorer"].to_list())]
     missing = [s for s in familiarity_scorers if s not in present]

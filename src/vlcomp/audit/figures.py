@@ -134,7 +134,7 @@ def plot_composition(
     pdf: str | Path,
     sides: Sequence[str] = ("positive", "negative"),
 ) -> None:
-    """Seen / mixed / unseen / excluded composition per type and side, stacked; columns:
+    """Seen / mixed / unseen / no_binding composition per type and side, stacked; columns:
     STRICT / LOOSE; rows: variants (BindSplit Table 1)."""
     variants, rules, types = _variants(composition), list(RULES), _types(composition)
     fig, axes = plt.subplots(

@@ -20,9 +20,9 @@ from vlcomp.audit.checks import (
 )
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import audit_blocks, render_html, render_markdown
-from vlcomp.contracts import GRAPH_SCHEMA, SCORES_SCHEMA, conform
+from vlcomp.contracts import GRAPH_SCHEMA, NOTE_KEY, SCORES_SCHEMA, conform
 from vlcomp.counts.counts import read_counts, read_totals
-from vlcomp.io import atomic_path, write_parquet
+from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
 from vlcomp.refine.blind import TiePolicy
 
 Log = Callable[[str], None]
@@ -147,15 +147,24 @@ def audit_job(
     out.mkdir(parents=True, exist_ok=True)
     variants: dict[str, pl.DataFrame] = {}
     main = prepare_candidates(pl.read_parquet(candidates), str(candidates))
+    why_empty: dict[str, str] = {}
     if refined_candidates is not None:
         variants["unrefined"] = main
         variants["refined"] = prepare_candidates(
             pl.read_parquet(refined_candidates), str(refined_candidates)
         )
+        if variants["refined"].is_empty():
+            why_empty["refined"] = read_parquet_metadata(refined_candidates).get(
+                NOTE_KEY, "the refine stage gave no reason (an output of an older vlcomp)"
+            )
     else:
         variants["benchmark"] = main
     for name, frame in variants.items():
-        log(f"audit {benchmark}: {name}: {frame['item_id'].n_unique()} items, {frame.height} texts")
+        why = f": {why_empty[name]}" if name in why_empty else ""
+        log(
+            f"audit {benchmark}: {name}: {frame['item_id'].n_unique()} items, "
+            f"{frame.height} texts{why}"
+        )
     paths = score_paths(scores)
     score_table = read_scores(paths)
 
@@ -212,6 +221,7 @@ def audit_job(
         *(
             f"variant `{k}`: {v['item_id'].n_unique()} items, {v.height} candidate texts "
             f"(benchmark name(s) {sorted(v['benchmark'].unique().to_list())})"
+            + (f"; empty because {why_empty[k]}" if k in why_empty else "")
             for k, v in variants.items()
         ),
         f"scores: {', '.join(sorted(score_table['scorer'].unique().to_list())) or 'none'} "

@@ -243,7 +243,7 @@ def audit_blocks(
                 f"binding at least {tables.min_count} time(s)), `close` (seen only as a close "
                 "binding), `none`. STRICT counts only perfect as seen, LOOSE perfect and "
                 "close. A caption is `seen` when all its bindings are, `unseen` when none is, "
-                "else `mixed`; `excluded` when it has no binding. The negative side pools an "
+                "else `mixed`; `no_binding` when it has no binding. The negative side pools an "
                 "item's negatives; `sample` pools both sides (the BindSplit split). Per item "
                 "labels: `bindsplit_items.parquet`.",
             )  # fmt: skip

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vlcomp.evaluate.metrics import EvalSettings, cell_rng, percentile_interval
+from vlcomp.evaluate.metrics import NO_SPLIT, EvalSettings, cell_rng, percentile_interval
 from vlcomp.evaluate.stats import (
     ALL,
     PAIR_KEYS,
@@ -124,7 +124,7 @@ def _normalise(frame: pl.DataFrame, label: str) -> pl.DataFrame:
     if missing:
         raise ValueError(f"{label}: predictions lack column(s) {missing}")
     return frame.select(needed).with_columns(
-        pl.col("part").fill_null(""), pl.col("split").fill_null("excluded")
+        pl.col("part").fill_null(""), pl.col("split").fill_null(NO_SPLIT)
     )
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.contracts import ITEMS_KEY
 from vlcomp.evaluate.embed import (
     UNREADABLE,
     ImageRef,
@@ -40,9 +41,18 @@ from vlcomp.io import write_parquet, write_with
 Log = Callable[[str], None]
 
 
-def collect_metrics(tables: Sequence[str], parquet_out: str, csv_out: str) -> None:
-    """Stack per-model metric tables; chance rows, identical across models, are kept once."""
+def collect_metrics(
+    tables: Sequence[str], parquet_out: str, csv_out: str, kind: str | None = None
+) -> None:
+    """Stack per-model metric tables; chance rows, identical across models, are kept once.
+    ``kind``: the benchmark's kind (crepe_systematicity, pairs, ...), written in a ``kind``
+    column after ``benchmark`` (which holds the benchmark's name)."""
     frame = pl.concat([pl.read_parquet(t) for t in tables]).unique(maintain_order=True)
+    if kind is not None:
+        at = frame.columns.index("benchmark") + 1
+        frame = frame.with_columns(kind=pl.lit(kind, pl.String)).select(
+            *frame.columns[:at], "kind", *frame.columns[at:]
+        )
     write_parquet(frame, parquet_out, metadata=provenance())
     write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))
 
@@ -437,9 +447,11 @@ def write_evaluation(
     log: Log,
 ) -> None:
     """Every evaluation job's three outputs (per-item predictions or ranks, the metric table,
-    the items left out for their image) with the same metadata, and the exclusions logged."""
+    the items left out for their image) with the same metadata, and the exclusions logged;
+    the excluded table's metadata also holds ``total``, the items the job was given
+    (``contracts.ITEMS_KEY``)."""
     excluded_table = excluded_frame(excluded)
     write_parquet(per_item, per_item_out, metadata=meta)
     write_parquet(metrics, metrics_out, metadata=meta)
-    write_parquet(excluded_table, excluded_out, metadata=meta)
+    write_parquet(excluded_table, excluded_out, metadata={**meta, ITEMS_KEY: str(total)})
     log_excluded(excluded_table, total, log)

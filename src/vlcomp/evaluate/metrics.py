@@ -28,6 +28,8 @@ import polars as pl
 TIE_POLICY = "tie_counts_as_wrong"
 ALL = "all"
 CHANCE = "chance"
+NO_SPLIT = "no_split"  # an item a splits table gives no split
+NOT_IN_SPLITS = "not_in_splits"  # an item a splits table lacks
 
 METRIC_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,  # "chance": expectation under a random ranking

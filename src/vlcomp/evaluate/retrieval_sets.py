@@ -49,6 +49,8 @@ from vlcomp.evaluate.metrics import (
     ALL,
     CHANCE,
     METRIC_SCHEMA,
+    NO_SPLIT,
+    NOT_IN_SPLITS,
     TIE_POLICY,
     EvalSettings,
     bootstrap_means,
@@ -61,17 +63,23 @@ from vlcomp.evaluate.metrics import (
     split_order,
 )
 from vlcomp.evaluate.models import LoadedModel
+from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND, RULES
 
 Log = Callable[[str], None]
 
 __all__ = [
-    "ALL", "CHANCE", "EXCLUDED", "SCORES_SCHEMA", "SET_METRIC_SCHEMA", "SET_PREDICTIONS_SCHEMA",
-    "TIE_POLICY", "Box", "ImageRef", "SetEvalSettings", "attach_splits", "bootstrap_means",
-    "cell_rng", "crop", "crop_key", "embed_image_refs", "item_boxes", "negative_type",
-    "percentile_interval", "rank_sets", "score_candidates", "set_metric_table", "split_keys",
+    "ALL", "CHANCE", "NOT_IN_SPLITS", "NO_SPLIT", "SCORES_SCHEMA", "SET_METRIC_SCHEMA",
+    "SET_PREDICTIONS_SCHEMA", "TIE_POLICY", "UNSPLIT", "Box", "ImageRef", "SetEvalSettings",
+    "attach_splits", "bootstrap_means", "cell_rng", "crop", "crop_key", "embed_image_refs",
+    "item_boxes", "negative_type", "percentile_interval", "rank_sets", "score_candidates",
+    "set_metric_table", "split_keys",
 ]  # fmt: skip
 
-EXCLUDED = "excluded"  # a splits table was given but has no split for the item
+# What a null split means, for the columns of the split assignments (splits.assign).
+UNSPLIT: dict[str, str] = {
+    "crepe_split": NO_COMPOUND,
+    **{f"{side}split_{rule}": NO_BINDING for side in ("", "pos_", "neg_") for rule in RULES},
+}
 
 SET_METRIC_SCHEMA = METRIC_SCHEMA
 SetEvalSettings = EvalSettings
@@ -84,7 +92,7 @@ SET_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "item_id": pl.String,
     "image": pl.String,  # the eval set's image_id (null when the scores had none)
     "family": pl.String,  # negative type: family_target, e.g. "swap_att"
-    "split": pl.String,  # null: no splits table; "excluded": not in the splits table
+    "split": pl.String,  # null: no splits table; see attach_splits for items without one
     "complexity": pl.Int64,
     "n_candidates": pl.Int64,
     "n_positives": pl.Int64,
@@ -354,8 +362,10 @@ def attach_splits(
     column: str = "split",
     key_of: Mapping[str, str] | None = None,
 ) -> pl.DataFrame:
-    """Set ``split`` from a table item_id -> ``column``; items it lacks (or null) are
-    "excluded". Without a table the split stays null (only "all" is reported). ``key_of``
+    """Set ``split`` from a table item_id -> ``column``. Items the table lacks get
+    "not_in_splits"; a null split gets the name of what it means for an assignments column
+    (``UNSPLIT``: "no_compound" for crepe_split, "no_binding" for BindSplit's), else
+    "no_split". Without a table the split stays null (only "all" is reported). ``key_of``
     maps a candidate item_id to the splits table's item_id (default: the same)."""
     if splits is None:
         return predictions.with_columns(split=pl.lit(None, pl.String))
@@ -369,8 +379,16 @@ def attach_splits(
         _split_key=pl.col("item_id").replace(dict(key_of)) if key_of else pl.col("item_id")
     )
     return (
-        keyed.join(table.rename({"item_id": "_split_key"}), on="_split_key", how="left")
-        .with_columns(pl.col("split").fill_null(EXCLUDED))
+        keyed.join(
+            table.with_columns(_listed=pl.lit(True)).rename({"item_id": "_split_key"}),
+            on="_split_key",
+            how="left",
+        )
+        .with_columns(
+            split=pl.when(pl.col("_listed").is_null())
+            .then(pl.lit(NOT_IN_SPLITS))
+            .otherwise(pl.col("split").fill_null(UNSPLIT.get(column, NO_SPLIT)))
+        )
         .select(list(predictions.columns))
     )
 

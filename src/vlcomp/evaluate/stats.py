@@ -36,6 +36,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
+from vlcomp.evaluate.metrics import NO_SPLIT
 from vlcomp.io import write_parquet
 
 Log = Callable[[str], None]
@@ -145,7 +146,7 @@ def _check_predictions(predictions: pl.DataFrame) -> pl.DataFrame:
     missing = [c for c in needed if c not in predictions.columns]
     if missing:
         raise ValueError(f"predictions: missing column(s) {missing}")
-    frame = predictions.select(needed).with_columns(pl.col("split").fill_null("excluded"))
+    frame = predictions.select(needed).with_columns(pl.col("split").fill_null(NO_SPLIT))
     duplicated = frame.select("model", *PAIR_KEYS).is_duplicated()
     if duplicated.any():
         row = frame.filter(duplicated).row(0, named=True)

@@ -22,6 +22,12 @@ gap alone (a 1-D version of the same rule, ``zero_axis_grid`` bins over [-1, 1];
 demo used 10, the default here is K so that the 1-D cells are the grid's own rows and
 columns). They are reported separately, as ties of the scorer whose gap is zero.
 
+Grid size. SugarCrepe used K = 100 on thousands of pairs per type. On a small group most of
+the K x K cells then hold no pair, and a cell whose mirror is empty keeps nothing, so a
+100 x 100 grid keeps none of a hundred pairs. ``grid="auto"`` (``auto_grid``) takes per
+group the largest even K <= 100 whose cells hold at least two pairs on average
+(K * K * 2 <= n), and at least 2 (the four quadrants); a fixed K is used as given.
+
 Sampling is seeded and independent of the input row order: items are ordered by item_id,
 each refinement group draws one random permutation from ``(seed, group)``, and a cell
 keeps the items with the smallest draws. (The public demo is unseeded.)
@@ -48,12 +54,17 @@ rounds to 0 still counts as nonzero on its own side.
 from __future__ import annotations
 
 import hashlib
+import math
 from typing import Literal
 
 import numpy as np
 
 Normalisation = Literal["auto", "identity", "rank", "pair_softmax", "max_abs"]
 NORMALISATIONS: tuple[str, ...] = ("auto", "identity", "rank", "pair_softmax", "max_abs")
+
+AUTO = "auto"
+AUTO_MAX_GRID = 100  # SugarCrepe's K
+AUTO_PAIRS_PER_CELL = 2
 
 # Stratum codes of refine_mask's second return value.
 GRID, ZERO_FIRST, ZERO_SECOND, ZERO_BOTH = 0, 1, 2, 3
@@ -114,6 +125,27 @@ def axis_cells(gaps: np.ndarray, normalised: np.ndarray, bins: int) -> np.ndarra
     magnitude = np.minimum(np.floor(np.abs(normalised) * half).astype(np.int64), half - 1)
     cells = np.where(gaps > 0, half + magnitude, half - 1 - magnitude)
     return np.where(gaps == 0, -1, cells)
+
+
+def auto_grid(
+    n_pairs: int, max_grid: int = AUTO_MAX_GRID, pairs_per_cell: int = AUTO_PAIRS_PER_CELL
+) -> int:
+    """K of ``grid="auto"`` for a group of ``n_pairs``: the largest even K <= ``max_grid``
+    with K * K * ``pairs_per_cell`` <= ``n_pairs``, and at least 2."""
+    if max_grid < 2 or max_grid % 2 or pairs_per_cell < 1:
+        raise ValueError(f"auto_grid needs an even max_grid >= 2, got {max_grid}")
+    k = math.isqrt(max(n_pairs, 0) // pairs_per_cell)
+    return max(2, min(max_grid, k - k % 2))
+
+
+def resolve_grid(grid: int | str, n_pairs: int) -> int:
+    """The K a group of ``n_pairs`` is refined with: ``auto_grid`` for "auto", else
+    ``grid`` (an even integer >= 2)."""
+    if grid == AUTO:
+        return auto_grid(n_pairs)
+    if isinstance(grid, bool) or not isinstance(grid, int) or grid < 2 or grid % 2:
+        raise ValueError(f"refine grid must be 'auto' or an even integer >= 2, got {grid!r}")
+    return grid
 
 
 def group_seed(seed: int, group: str) -> np.random.Generator:

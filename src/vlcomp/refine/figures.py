@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -10,6 +11,7 @@ import polars as pl
 from matplotlib.colors import LogNorm
 
 from vlcomp.refine.candidates import GROUP_COLUMNS
+from vlcomp.refine.priors import masked_reasons
 from vlcomp.report.figures import save_figure
 
 
@@ -24,16 +26,25 @@ def plot_refinement_gaps(
     scorer_names: tuple[str, str] = ("scorer 1", "scorer 2"),
     group_by: list[str] | None = None,
     bins: int = 40,
+    counts: pl.DataFrame | None = None,
 ) -> None:
     """SugarCrepe Fig. 4 style: per group, a 2-D histogram of the two scorers' normalised
     gaps before (left) and after (right) refinement; titles give each scorer's share of
-    positive gaps among the nonzero ones, and its number of zero gaps (ties)."""
+    positive gaps among the nonzero ones, and its number of zero gaps (ties). A group that
+    kept nothing says why on its "after" panel (``counts``' ``note``, from
+    ``refine_candidates``)."""
     group_by = list(group_by or GROUP_COLUMNS)
     groups = items.select(group_by).unique().sort(group_by, nulls_last=True).to_dicts()
     fig, axes = plt.subplots(
         len(groups), 2, figsize=(6.4, 2.9 * len(groups)), squeeze=False, sharex=True, sharey=True
     )
     edges = np.linspace(-1.0, 1.0, bins + 1)
+    notes = {}
+    if counts is not None and "note" in counts.columns:
+        notes = {
+            tuple(row[c] for c in group_by): row["note"]
+            for row in counts.filter(pl.col("note").is_not_null()).iter_rows(named=True)
+        }
     for row_axes, group in zip(axes, groups, strict=True):
         rows = items.filter(
             pl.all_horizontal(
@@ -63,6 +74,9 @@ def plot_refinement_gaps(
             ax.set_ylim(-1, 1)
             ax.set_aspect("equal")
             ax.tick_params(labelsize=6)
+            note = notes.get(tuple(group[c] for c in group_by))
+            if stage == "after" and subset.height == 0:
+                _say_why(ax, note or "refinement kept no pair of this group")
     for ax in axes[-1]:
         ax.set_xlabel(f"normalised gap, {scorer_names[0]}", fontsize=7)
     for ax in axes[:, 0]:
@@ -71,12 +85,21 @@ def plot_refinement_gaps(
     save_figure(fig, png, pdf)
 
 
+def _say_why(ax: plt.Axes, text: str) -> None:
+    """Why a panel is empty, written on it."""
+    ax.text(0.5, 0.5, textwrap.fill(text, 38), transform=ax.transAxes, ha="center",
+            va="center", fontsize=6, wrap=True,
+            bbox={"facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})  # fmt: skip
+
+
 def plot_prior_heatmap(
     table: pl.DataFrame, png: str | Path, pdf: str | Path, lm_name: str = "blind LM"
 ) -> None:
     """Accuracy per (positive, negative) perplexity bin, one panel per model; cells with
-    fewer than ``min_count`` items are masked (grey)."""
+    fewer than ``min_count`` items are masked (grey). A panel whose every cell is masked says
+    why (``priors.masked_reasons``)."""
     models = table["model"].unique().sort().to_list()
+    reasons = masked_reasons(table)
     bins = int(table["positive_bin"].max()) + 1
     fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#dddddd")
@@ -94,6 +117,8 @@ def plot_prior_heatmap(
         ax.set_xticks(range(bins))
         ax.set_yticks(range(bins))
         ax.tick_params(labelsize=6)
+        if model in reasons:
+            _say_why(ax, reasons[model])
     if image is not None:
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="accuracy")
     save_figure(fig, png, pdf)

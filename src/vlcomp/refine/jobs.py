@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Literal
 
 import polars as pl
 
+from vlcomp.contracts import NOTE_KEY
 from vlcomp.importers import (
     Imported,
     concat_imports,
@@ -20,11 +21,12 @@ from vlcomp.importers import (
 from vlcomp.io import write_parquet
 from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
 from vlcomp.refine.figures import plot_prior_heatmap, plot_refinement_gaps
-from vlcomp.refine.priors import linguistic_prior_table, prior_heatmap_table
+from vlcomp.refine.priors import linguistic_prior_table, masked_reasons, prior_heatmap_table
 from vlcomp.refine.refinement import refine_candidates, refined_candidates
 from vlcomp.refine.scores import ScorerLike, score_candidates
 
 ImportSource = Literal["sugarcrepe", "aro_vg_relation", "aro_vg_attribution", "crepe"]
+Log = Callable[[str], None]
 
 
 def import_stage(
@@ -85,13 +87,16 @@ def refine_stage(
     accuracy_out: str | Path,
     figure_png: str | Path,
     figure_pdf: str | Path,
-    grid: int = 100,
+    grid: int | str = "auto",
     seed: int = 0,
     normalisation: tuple[str, str] = ("auto", "auto"),
     zero_axis_grid: int | None = None,
     tie_policy: TiePolicy = "tie_counts_as_wrong",
+    log: Log = print,
 ) -> None:
-    """Adversarial refinement; ``refined_out`` is the kept candidates (candidates contract)."""
+    """Adversarial refinement; ``refined_out`` is the kept candidates (candidates contract).
+    Groups that keep nothing say why in the log, the counts' ``note`` and the figure; when
+    nothing at all is kept the refined candidates' metadata (``NOTE_KEY``) says why too."""
     table = pl.read_parquet(candidates)
     result = refine_candidates(
         table,
@@ -104,11 +109,21 @@ def refine_stage(
         tie_policy=tie_policy,
     )
     meta = result.params
+    notes = result.notes()
+    refined = refined_candidates(table, result)
+    log(
+        f"refinement kept {refined['item_id'].n_unique()} of {result.items.height} pairs "
+        f"(grid {grid}: K per group {sorted(set(result.counts['grid'].to_list()))})"
+    )
+    for note in notes:
+        log(note)
     write_parquet(result.items, items_out, meta)
-    write_parquet(refined_candidates(table, result), refined_out, meta)
+    write_parquet(
+        refined, refined_out, {**meta, NOTE_KEY: "\n".join(notes)} if refined.is_empty() else meta
+    )
     write_parquet(result.counts, counts_out, meta)
     write_parquet(result.accuracy, accuracy_out, meta)
-    plot_refinement_gaps(result.items, figure_png, figure_pdf, scorers)
+    plot_refinement_gaps(result.items, figure_png, figure_pdf, scorers, counts=result.counts)
 
 
 def prior_stage(
@@ -123,15 +138,21 @@ def prior_stage(
     figure_pdf: str | Path,
     bins: int = 10,
     min_count: int = 10,
+    log: Log = print,
 ) -> None:
     """Hard test accuracy, linguistic gap and the perplexity heat map.
 
-    ``model_correct``: Parquet with model, benchmark, item_id, correct (bool) per item.
+    ``model_correct``: Parquet with model, benchmark, item_id, correct (bool) per item. A
+    model whose heat-map cells are all masked is named, with why, in the log, the heat-map
+    table's metadata (``NOTE_KEY``) and on its figure panel.
     """
     blind = item_outcomes(pl.read_parquet(candidates), pl.read_parquet(scores), lm_scorer)
     correct = pl.read_parquet(model_correct)
     meta = {"lm_scorer": lm_scorer, "bins": str(bins), "min_count": str(min_count)}
     write_parquet(linguistic_prior_table(correct, blind), table_out, meta)
     heatmap = prior_heatmap_table(correct, blind, bins, min_count)
-    write_parquet(heatmap, heatmap_out, meta)
+    notes = [f"{model}: {reason}" for model, reason in masked_reasons(heatmap).items()]
+    for note in notes:
+        log(f"heat map all masked: {note}")
+    write_parquet(heatmap, heatmap_out, {**meta, NOTE_KEY: "\n".join(notes)} if notes else meta)
     plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer)

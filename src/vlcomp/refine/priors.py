@@ -11,11 +11,13 @@ negative. Any monotone map of the score gives the same bins, so bins are taken o
 score with perplexity order (bin 0 = lowest perplexity = highest score). Bin edges are
 the deciles of the *pooled* positive and negative scores, so the two axes share one scale
 and the diagonal separates "LM prefers the positive" from "LM prefers the negative". Cells
-with fewer than ``min_count`` items are masked.
+with fewer than ``min_count`` items are masked; when every cell of a model is,
+``masked_reasons`` says why (too few items for ``bins`` x ``bins`` cells).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -134,3 +136,20 @@ def prior_heatmap_table(
         )
         .sort("model", "positive_bin", "negative_bin")
     )
+
+
+def masked_reasons(heatmap: pl.DataFrame) -> dict[str, str]:
+    """Model -> why every cell of its heat map (``prior_heatmap_table``) is masked; models
+    with a cell shown are left out."""
+    reasons = {}
+    for (model,), rows in sorted(heatmap.group_by(["model"]), key=lambda g: str(g[0][0])):
+        if rows["accuracy"].null_count() < rows.height:
+            continue
+        bins, min_count = math.isqrt(rows.height), int(rows["min_count"][0])
+        n, fullest = int(rows["n"].sum()), int(rows["n"].max())
+        reasons[str(model)] = (
+            f"every cell has fewer than min_count={min_count} items: {n} items over "
+            f"{bins}x{bins} cells, the fullest holds {fullest}; set priors.min_count or "
+            "priors.bins lower"
+        )
+    return reasons

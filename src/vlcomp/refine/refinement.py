@@ -7,13 +7,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 import polars as pl
 
 from vlcomp.refine.adversarial import (
+    AUTO,
     STRATA,
     group_seed,
     normalise_gaps,
     refine_mask,
+    resolve_grid,
     resolve_normalisation,
 )
 from vlcomp.refine.blind import ACCURACY_SCHEMA, TiePolicy, accuracy_table
@@ -39,8 +42,9 @@ REFINED_ITEMS_SCHEMA: dict[str, pl.DataType] = {
 @dataclass(frozen=True)
 class RefinementResult:
     """``items``: every pair with its gaps, cells and whether it is kept
-    (``REFINED_ITEMS_SCHEMA``); ``counts``: per group, before/kept counts, the resolved
-    normalisations and each scorer's wins / losses / ties after refinement;
+    (``REFINED_ITEMS_SCHEMA``); ``counts``: per group, before/kept counts, the grid K used,
+    the resolved normalisations, each scorer's wins / losses / ties after refinement and a
+    ``note`` saying why a group kept nothing (null otherwise);
     ``accuracy``: blind accuracy per scorer before and after (``stage`` + ``ACCURACY_SCHEMA``);
     ``params``: the settings, for output metadata."""
 
@@ -51,6 +55,19 @@ class RefinementResult:
 
     def kept(self) -> pl.DataFrame:
         return self.items.filter(pl.col("kept")).select(*ITEM_KEY, "family", "target")
+
+    def notes(self) -> list[str]:
+        """One line per group that kept nothing, and one for the whole refinement when it
+        kept nothing."""
+        group_by = json.loads(self.params.get("group_by", json.dumps(list(GROUP_COLUMNS))))
+        lines = [
+            f"{' / '.join(str(row[c]) for c in group_by if row[c] is not None)}: {row['note']}"
+            for row in self.counts.filter(pl.col("note").is_not_null()).iter_rows(named=True)
+        ]
+        n, kept = self.items.height, int(self.items["kept"].sum())
+        if n and not kept:
+            lines.append(f"refinement kept 0 of {n} pairs: every group kept nothing (above)")
+        return lines
 
 
 def pair_gaps(pairs: pl.DataFrame, scores: pl.DataFrame, scorer: str) -> pl.DataFrame:
@@ -92,12 +109,42 @@ def _outcomes(frame: pl.DataFrame, scorer: str, gap: str) -> pl.DataFrame:
     )
 
 
+def empty_reason(
+    gap_1: np.ndarray,
+    gap_2: np.ndarray,
+    normalised_1: np.ndarray,
+    normalised_2: np.ndarray,
+    grid: int,
+) -> str:
+    """Why refinement with a ``grid`` x ``grid`` grid keeps none of a group's pairs: the
+    grid is too fine (a 2 x 2 grid keeps some), or no grid keeps any (the pairs' gaps never
+    mirror each other)."""
+    n = gap_1.size
+    coarse = int(
+        refine_mask(gap_1, gap_2, normalised_1, normalised_2, np.random.default_rng(0), 2)[0].sum()
+    )
+    if coarse:
+        return (
+            f"refinement kept 0 of {n}: a {grid}x{grid} grid has {n / grid**2:.2g} pairs per "
+            f"cell and no cell whose mirror cell holds a pair; a 2x2 grid would keep {coarse}: "
+            "set refine.grid lower, or to auto"
+        )
+    sides = "; ".join(
+        f"scorer {k}: {(g > 0).sum()} gaps > 0, {(g < 0).sum()} < 0, {(g == 0).sum()} = 0"
+        for k, g in ((1, gap_1), (2, gap_2))
+    )
+    return (
+        f"refinement kept 0 of {n}: no pair has one on the mirror side at any grid ({sides}), "
+        "so the blind scorers' choice cannot be balanced in this group"
+    )
+
+
 def refine_candidates(
     candidates: pl.DataFrame,
     scores: pl.DataFrame,
     scorers: tuple[str, str],
     *,
-    grid: int = 100,
+    grid: int | str = AUTO,
     seed: int = 0,
     normalisation: tuple[str, str] = ("auto", "auto"),
     zero_axis_grid: int | None = None,
@@ -105,10 +152,15 @@ def refine_candidates(
     multi: Literal["error", "split"] = "error",
     tie_policy: TiePolicy = "tie_counts_as_wrong",
 ) -> RefinementResult:
-    """Refine each group (default: benchmark, family, target) of paired items separately."""
+    """Refine each group (default: benchmark, family, target) of paired items separately,
+    each with a ``grid`` x ``grid`` grid; ``grid="auto"``: K scales with the group's size
+    (``adversarial.auto_grid``)."""
     if len(scorers) != 2 or scorers[0] == scorers[1]:
         raise ValueError(f"refinement needs two different scorers, got {scorers}")
+    resolve_grid(grid, 0)
     pairs = as_pairs(candidates, multi)
+    if pairs.height == 0:
+        raise ValueError("refinement: the candidates hold no item (no pair to refine)")
     first = pair_gaps(pairs, scores, scorers[0])
     second = pair_gaps(pairs, scores, scorers[1]).select(
         *ITEM_KEY,
@@ -133,8 +185,9 @@ def refine_candidates(
         gap_1, gap_2 = group["gap_1"].to_numpy(), group["gap_2"].to_numpy()
         norm_1, norm_2 = normalise_gaps(gap_1, methods[0]), normalise_gaps(gap_2, methods[1])
         rng = group_seed(seed, _group_label(key))
+        k_grid = resolve_grid(grid, group.height)
         keep, stratum, cell_1, cell_2 = refine_mask(
-            gap_1, gap_2, norm_1, norm_2, rng, grid, zero_axis_grid
+            gap_1, gap_2, norm_1, norm_2, rng, k_grid, zero_axis_grid
         )
         part = group.select(*ITEM_KEY, "family", "target", "gap_1", "gap_2").with_columns(
             normalised_1=pl.Series(norm_1),
@@ -147,7 +200,7 @@ def refine_candidates(
         items.append(part)
         kept = part.filter(pl.col("kept"))
         row: dict[str, object] = dict(zip(group_by, key, strict=True))
-        row |= {"n_before": part.height, "n_kept": kept.height}
+        row |= {"n_before": part.height, "n_kept": kept.height, "grid": k_grid}
         for name in STRATA.values():
             row[f"kept_{name}"] = int((kept["stratum"] == name).sum())
         for k in (1, 2):
@@ -158,6 +211,7 @@ def refine_candidates(
                 f"losses_{k}": int((g < 0).sum()),
                 f"ties_{k}": int((g == 0).sum()),
             }
+        row["note"] = None if kept.height else empty_reason(gap_1, gap_2, norm_1, norm_2, k_grid)
         counts.append(row)
     items_frame = (
         pl.concat(items)
@@ -174,7 +228,7 @@ def refine_candidates(
         "scorer_1": scorers[0],
         "scorer_2": scorers[1],
         "grid": str(grid),
-        "zero_axis_grid": str(grid if zero_axis_grid is None else zero_axis_grid),
+        "zero_axis_grid": "grid" if zero_axis_grid is None else str(zero_axis_grid),
         "seed": str(seed),
         "normalisation": json.dumps(list(normalisation)),
         "group_by": json.dumps(list(group_by)),
@@ -182,7 +236,7 @@ def refine_candidates(
     }
     return RefinementResult(
         items=items_frame,
-        counts=pl.DataFrame(counts),
+        counts=pl.DataFrame(counts, schema_overrides={"note": pl.String}),
         accuracy=pl.concat(accuracy).select("stage", *ACCURACY_SCHEMA),
         params=params,
     )

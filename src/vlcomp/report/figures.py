@@ -27,7 +27,8 @@ SPLIT_ORDER = ["all", "held_in", "held_out", "SC", "UC", "UA", "seen", "mixed", 
 SPLIT_COLOURS = {
     "all": "#7570b3", "held_in": "#1b9e77", "held_out": "#d95f02",
     "SC": "#1b9e77", "UC": "#d95f02", "UA": "#e7298a",
-    "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02", "excluded": "#bbbbbb",
+    "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02", "no_binding": "#bbbbbb",
+    "no_compound": "#bbbbbb", "no_split": "#bbbbbb", "not_in_splits": "#888888",
     "text_score": "#1b9e77", "image_score": "#d95f02", "group_score": "#7570b3",
     "itt_accuracy": "#1b9e77", "tot_accuracy": "#d95f02",
 }  # fmt: skip

@@ -8,13 +8,18 @@
 - ``plot_split_accuracy``: BindSplit Fig. 4 style, accuracy per model with one bar per split
   (seen / mixed / unseen), one panel per benchmark.
 
+Items without a split (no binding, no compound, not in the splits table) are counted under
+the figure; a panel with no split at all says why on its axes.
+
 Each writes PNG and PDF deterministically (``vlcomp.report.figures.save_figure``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import textwrap
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 
@@ -23,8 +28,11 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
+from vlcomp.evaluate.metrics import NO_SPLIT, NOT_IN_SPLITS  # noqa: E402
 from vlcomp.io import write_with  # noqa: E402
+from vlcomp.report.accounting import benchmark_items, items_markdown  # noqa: E402
 from vlcomp.report.figures import save_figure  # noqa: E402
+from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND  # noqa: E402
 
 CHANCE = "chance"
 ALL = "all"
@@ -33,8 +41,15 @@ BINDSPLIT_SPLITS = ("seen", "mixed", "unseen")
 SPLIT_COLOURS = {
     "SC": "#1b9e77", "UC": "#d95f02", "UA": "#7570b3",
     "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02",
-    "held_in": "#1b9e77", "held_out": "#d95f02", "all": "#666666", "excluded": "#bbbbbb",
+    "held_in": "#1b9e77", "held_out": "#d95f02", "all": "#666666",
 }  # fmt: skip
+# Splits that name why an item has none: shown as counts, never as bars.
+UNSPLIT: dict[str, str] = {
+    NO_BINDING: "have no attribute-object binding",
+    NO_COMPOUND: "have no compound",
+    NO_SPLIT: "have no split in the splits table",
+    NOT_IN_SPLITS: "are not in the splits table",
+}
 FAMILY_CMAP = plt.get_cmap("tab10")
 
 
@@ -47,7 +62,39 @@ def _present(table: pl.DataFrame, wanted: Sequence[str] | None, default: Sequenc
     if wanted is not None:
         return [s for s in wanted if s in present]
     known = [s for s in default if s in present]
-    return known or sorted(present - {ALL, "excluded"})
+    return known or sorted(present - {ALL, *UNSPLIT})
+
+
+def unsplit_counts(table: pl.DataFrame, benchmark: str | None = None) -> dict[str, int]:
+    """Items (the largest ``n`` over models and rows) per split of ``UNSPLIT`` present in a
+    metric table, for ``benchmark`` or all."""
+    rows = table.filter(pl.col("split").is_in(list(UNSPLIT)) & (pl.col("model") != CHANCE))
+    if benchmark is not None:
+        rows = rows.filter(pl.col("benchmark") == benchmark)
+    if "family" in rows.columns:
+        rows = rows.filter(pl.col("family") == ALL)
+    sizes = rows.group_by("split").agg(pl.col("n").max()).sort("split")
+    return {split: int(n) for split, n in sizes.iter_rows()}
+
+
+def unsplit_text(counts: dict[str, int]) -> str:
+    """'12 items have no attribute-object binding (no_binding); ...' or ""."""
+    return "; ".join(f"{n} items {UNSPLIT[split]} ({split})" for split, n in counts.items() if n)
+
+
+def _footnote(fig: plt.Figure, table: pl.DataFrame) -> None:
+    """Under the figure: the items no bar shows because they have no split."""
+    text = unsplit_text(unsplit_counts(table))
+    if text:
+        fig.text(0.5, 0.005, textwrap.fill(f"Not shown: {text}.", 140), ha="center",
+                 va="bottom", fontsize=6)  # fmt: skip
+
+
+def _say_why(ax: plt.Axes, text: str) -> None:
+    """Why a panel shows nothing, written on it."""
+    ax.text(0.5, 0.5, textwrap.fill(text, 40), transform=ax.transAxes, ha="center",
+            va="center", fontsize=7,
+            bbox={"facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})  # fmt: skip
 
 
 def _errors(cells: pl.DataFrame) -> np.ndarray | None:
@@ -98,6 +145,9 @@ def plot_splits_by_type(
     for r, benchmark in enumerate(benchmarks):
         for c, model in enumerate(models):
             ax = axes[r][c]
+            if not splits:
+                why = unsplit_text(unsplit_counts(table, benchmark)) or "no split rows"
+                _say_why(ax, f"no item of {benchmark} has a CREPE split (SC / UC / UA): {why}")
             for s_index, split in enumerate(splits):
                 offset = (s_index - (len(splits) - 1) / 2) * width
                 for who in (model, CHANCE):
@@ -122,13 +172,18 @@ def plot_splits_by_type(
         axes[r][0].set_ylabel(f"{metric} (tie = wrong)")
     handles, labels = axes[0][0].get_legend_handles_labels()
     unique = dict(zip(labels, handles, strict=True))
-    axes[0][-1].legend(unique.values(), unique.keys(), fontsize=7, title="split (black: chance)",
-                       title_fontsize=7, loc="upper right")  # fmt: skip
+    if unique:
+        axes[0][-1].legend(
+            unique.values(), unique.keys(), fontsize=7, title="split (black: chance)",
+            title_fontsize=7, loc="upper right",
+        )  # fmt: skip
     fig.suptitle(
         f"{', '.join(benchmarks)}: {metric} per negative type and split (95% bootstrap CI)",
         fontsize=10,
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    if splits:
+        _footnote(fig, table)
     save_figure(fig, png, pdf)
 
 
@@ -223,6 +278,11 @@ def plot_split_accuracy(
     )  # fmt: skip
     width = 0.8 / max(1, len(splits))
     for ax, benchmark in zip(axes[0], benchmarks, strict=True):
+        if not splits:
+            why = unsplit_text(unsplit_counts(table, benchmark)) or "the table has no split rows"
+            _say_why(
+                ax, f"no item of {benchmark} has a BindSplit split (seen / mixed / unseen): {why}"
+            )
         for s_index, split in enumerate(splits):
             offset = (s_index - (len(splits) - 1) / 2) * width
             in_split = table.filter((pl.col("benchmark") == benchmark) & (pl.col("split") == split))
@@ -242,11 +302,14 @@ def plot_split_accuracy(
         ax.grid(axis="y", alpha=0.3)
         ax.set_title(benchmark, fontsize=9)
     axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
-    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
+    if splits:
+        axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
     fig.suptitle(
         f"{metric} per model and split (95% bootstrap CI)\n{', '.join(benchmarks)}", fontsize=9
     )
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    if splits:
+        _footnote(fig, table)
     save_figure(fig, png, pdf)
 
 
@@ -255,19 +318,27 @@ def metrics_markdown(
     out: str | Path,
     metric: str = "R@1",
     crossover: str | Path | None = None,
+    benchmarks: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> None:
-    """A Markdown summary, one section per metric table (named after its file): ``metric``
+    """A Markdown summary, one section per metric table (named after its file, i.e. the
+    benchmark's name; its kind below it when the table has a ``kind`` column): ``metric``
     or accuracy (retrieval: i2t/t2i ``metric``) with its 95% CI per model, part, split and
     negative type, complexities pooled, each (split, type) once; micro averages as type
-    "all"; chance in its own column. With ``crossover`` (``vlcomp.evaluate.crossover``), a
-    last section compares each corpus's own model with the others on its splits."""
+    "all"; chance in its own column. With ``benchmarks`` (see
+    ``accounting.benchmark_items``), a first section counts each benchmark's items, those
+    excluded for an unusable image and the rejected source records. With ``crossover``
+    (``vlcomp.evaluate.crossover``), a last section compares each corpus's own model with
+    the others on its splits."""
     wanted = {
         metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
     }  # fmt: skip
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
+    if benchmarks is not None:
+        lines += items_markdown(*benchmark_items(benchmarks))
     for table in tables:
         frame = pl.read_parquet(table)
+        kinds = sorted(set(frame["kind"].drop_nulls().to_list())) if "kind" in frame.columns else []
         if "complexity" in frame.columns:
             frame = frame.filter(pl.col("complexity").is_null())
         frame = frame.filter(pl.col("metric").is_in(list(wanted)))
@@ -279,7 +350,13 @@ def metrics_markdown(
         with_parts = frame["part"].drop_nulls().n_unique() > 0
         title = Path(table).stem
         header = "| model | " + ("part | " if with_parts else "") + "split | type | value "
-        lines += [f"## {title}", "", header + "| 95% CI | n | chance |"]
+        lines += [f"## {title}", ""]
+        if kinds:
+            lines += [f"Kind: {', '.join(kinds)}.", ""]
+        if frame.filter(pl.col("model") != CHANCE).is_empty():
+            lines += [f"No model row of {' / '.join(wanted)} in {table}.", ""]
+            continue
+        lines.append(header + "| 95% CI | n | chance |")
         lines.append("|---|" + ("---|" if with_parts else "") + "---|---|---:|---|---:|---:|")
         keys = ("part", "split", "family")
         chance = {
