@@ -88,12 +88,6 @@ def test_annotation_and_caption_give_the_same_atoms(tmp_path: Path, parser) -> N
     content = {
         # VG annotates "parked" as an attribute too; the parser reads it as the verb only
         "5001": {("attr_obj", "parked", "motorcycle")},
-        # "background" is a stop object of the parser (caption boilerplate)
-        "6001": {
-            ("object", "background"),
-            ("attr_obj", "white", "background"),
-            ("rel", "horse", "in front of", "background"),
-        },
     }
     for row in items.iter_rows(named=True):
         caption = parser.parse_one(row["text"]).row()
@@ -109,7 +103,7 @@ def test_no_unseen_atom_from_inflection(tmp_path: Path, parser) -> None:
     seen = extract_units(graphs, np.zeros(corpus.height, dtype=np.int64), vocab)
     corpus_atoms = {vocab.strings[v] for v in seen.atom_value}
     for row in items.iter_rows(named=True):
-        if row["region_id"] in ("5001", "6001"):
+        if row["region_id"] == "5001":
             continue
         own = {o["lemma"] for o in row["objects"]} | {a["value"] for a in row["attributes"]}
         own |= {r["pred"] for r in row["relations"]}
@@ -165,6 +159,14 @@ def test_attributes_that_match_no_object_fail(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="do not belong together"):
         items_of(vg, tmp_path / "out")
     assert not (tmp_path / "out" / "items.parquet").exists()
+
+
+def test_stop_objects_are_not_objects(tmp_path: Path) -> None:
+    """The parser drops caption boilerplate ("background"): an annotated one is dropped too,
+    with its attribute and relation, so that it cannot make an item UA."""
+    _, items = items_of(FIX / "vg_v1_2", tmp_path)
+    horse = items.filter(pl.col("region_id") == "6001").row(0, named=True)
+    assert atoms(horse) == {("object", "horse"), ("attr_obj", "black", "horse")}
 
 
 def test_bindings_key_objects_by_the_parsers_lemma() -> None:

@@ -15,6 +15,9 @@ rule count_shard:
         "benchmarks/atoms/{corpus}/partial/{shard}.tsv"
     conda:
         "../envs/vlcomp.yaml"
+    params:
+        # words are compared in the text layer's form: a new form recounts
+        text_layer=TEXT_LAYER_VERSION,
     message:
         "Counting atoms, compounds and bindings of {wildcards.corpus} shard {wildcards.shard}"
     script:

@@ -19,6 +19,7 @@ from vlcomp.config import (  # noqa: E402
 from vlcomp.ingest.parts import part_name, plan_parts  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
+from vlcomp.text import TEXT_LAYER_VERSION  # noqa: E402
 
 try:
     config.update(validate_config(config))

@@ -14,6 +14,7 @@ rule train_scorer:
     threads: 1
     params:
         settings=config["scorers"],
+        text_layer=TEXT_LAYER_VERSION,
     message:
         "Training the {wildcards.scorer} text-only scorer on {wildcards.textset}"
     script:

@@ -19,6 +19,7 @@ rule eval_items:
         format=lambda wc: EVAL_SETS[wc.evalset]["format"],
         source=lambda wc: eval_set_source(wc.evalset),
         parse=config["parse"],
+        text_layer=TEXT_LAYER_VERSION,
     message:
         "Evaluation items of {wildcards.evalset} (regions with CREPE's filters, or captions)"
     script:

@@ -121,11 +121,16 @@ def make_options(
 def graph_canon(settings: Mapping[str, Any]) -> GraphCanon:
     """Annotated graphs in the form the parser configured by ``settings`` (a ``parse``
     config mapping) writes: its lemmatiser, predicate map and "of" rule."""
-    options = make_options(settings.get("predicate_map"), strip_verbs=settings.get("strip_verbs"))
+    options = make_options(
+        settings.get("predicate_map"),
+        strip_verbs=settings.get("strip_verbs"),
+        stop_objects=settings.get("stop_objects"),
+    )
     model = settings.get("model") or DEFAULT_SPACY_MODEL
     return GraphCanon(
         load_lemmatizer(model),
         options.predicates,
         of_as_have=options.of_as_have,
         containers=options.containers,
+        stop_objects=options.stop_objects,
     )

@@ -7,7 +7,8 @@ annotations to that form with the parser's own lemmatiser and predicate map, so 
 same phrase as an annotation and as a caption yields the same atoms:
 
 - object: ``Lemmatizer.phrase`` (last word as a noun: "tennis rackets" -> "tennis racket",
-  "glasses" stays);
+  "glasses" stays); an object whose lemma is one of the parser's stop objects (caption
+  boilerplate such as "background") is not an object, as in a parsed caption;
 - attribute: ``normalise``;
 - predicate: ``normalise``; articles dropped ("on a" -> "on"); copula forms dropped
   when other words remain ("is on" -> "on"); the first word lemmatised as a verb unless it
@@ -35,10 +36,15 @@ class GraphCanon:
     predicate_map: Callable[[str], str] = field(default=lambda p: p)
     of_as_have: bool = False
     containers: frozenset[str] = frozenset()
+    stop_objects: frozenset[str] = frozenset()
 
     def object_lemma(self, name: object) -> str | None:
+        """The object's lemma; None for a blank name or a stop object."""
         text = normalise_or_none(name)
-        return self.lemmatizer.phrase(text) if text is not None else None
+        if text is None:
+            return None
+        lemma = self.lemmatizer.phrase(text)
+        return None if lemma in self.stop_objects else lemma
 
     def attribute(self, value: object) -> str | None:
         return normalise_or_none(value)
