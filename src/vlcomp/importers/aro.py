@@ -47,6 +47,7 @@ from vlcomp.importers.common import (
     require_text,
     source_label,
 )
+from vlcomp.text import normalise
 
 AroTask = Literal["vg_relation", "vg_attribution", "coco_order", "flickr30k_order"]
 GENERATOR = "imported:aro"
@@ -288,7 +289,7 @@ _RELATION = re.compile(r";relation_name=(?P<relation>[^;]*)")
 
 
 def _relation_key(relation: str) -> str:
-    return " ".join(relation.casefold().split())
+    return normalise(relation)
 
 
 def symmetric_relation_items(

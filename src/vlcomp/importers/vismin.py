@@ -23,6 +23,7 @@ from vlcomp.importers.common import (
     read_two_image_file,
     require_text,
 )
+from vlcomp.text import normalise
 
 GENERATOR = "imported:vismin"
 FIELDS = ("image_0", "text_0", "image_1", "text_1", "category")
@@ -38,7 +39,7 @@ CATEGORIES = {
 
 def _convert(record: dict, where: str) -> TwoImageItem:
     check_fields(record, FIELDS, where)
-    category = " ".join(require_text(record["category"], "category", where).lower().split())
+    category = normalise(require_text(record["category"], "category", where))
     return TwoImageItem(
         image_0=image_reference(record["image_0"], "image_0", where),
         image_1=image_reference(record["image_1"], "image_1", where),

@@ -33,6 +33,8 @@ from urllib.parse import unquote_plus
 
 import numpy as np
 
+from vlcomp.text import collapse_spaces
+
 from .jsonstream import COMPRESSED, CorruptInputError, iter_json_array, open_binary
 
 MAX_LINE_BYTES = 1 << 20
@@ -313,7 +315,7 @@ def yfcc_text(field: str, opts: Mapping[str, Any]) -> str | None:
         text = _HTML_TAG.sub(" ", html.unescape(text))
     if opts["strip_urls"]:
         text = _URL.sub(" ", text)
-    return " ".join(text.split())
+    return collapse_spaces(text)
 
 
 def _join(title: str, description: str) -> str:

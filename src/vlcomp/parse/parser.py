@@ -8,6 +8,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from vlcomp.text import normalise
 from vlcomp.text.canon import GraphCanon
 from vlcomp.text.lemma import DEFAULT_SPACY_MODEL, load_lemmatizer
 
@@ -112,9 +113,9 @@ def make_options(
         "of_as_have": of_as_have,
     }
     if stop_objects is not None:
-        kwargs["stop_objects"] = frozenset(" ".join(s.lower().split()) for s in stop_objects)
+        kwargs["stop_objects"] = frozenset(normalise(s) for s in stop_objects)
     if frame_objects is not None:
-        kwargs["frame_objects"] = frozenset(" ".join(s.lower().split()) for s in frame_objects)
+        kwargs["frame_objects"] = frozenset(normalise(s) for s in frame_objects)
     return ExtractOptions(**kwargs)
 
 

@@ -44,6 +44,7 @@ from vlcomp.ingest.visual_genome import read_image_data
 from vlcomp.io import read_parquet_metadata, write_json, write_parquet
 from vlcomp.parse.backends import DEFAULT_MAX_CHARS
 from vlcomp.parse.parser import CaptionParser, graph_canon, make_options
+from vlcomp.text import collapse_spaces
 from vlcomp.text.lemma import DEFAULT_SPACY_MODEL
 
 EVAL_FORMATS: tuple[str, ...] = ("visual_genome", "coco_captions")
@@ -148,7 +149,7 @@ def coco_items(
                 reason = "unknown_image"
             else:
                 seen.add(str(own))
-                kept.append((str(own), str(image), " ".join(text.split())))
+                kept.append((str(own), str(image), collapse_spaces(text)))
         if reason is not None:
             for key, value in zip(
                 REJECTED_SCHEMA, (str(path), loc, reason, truncate(ann, RAW_CHARS)), strict=True

@@ -18,6 +18,7 @@ import polars as pl
 
 from vlcomp.contracts import GRAPH_SCHEMA
 from vlcomp.io import atomic_path, write_parquet
+from vlcomp.text import collapse_spaces
 
 from .captions import Caption, object_phrase, pair_phrase
 from .scenes import Scene
@@ -404,7 +405,7 @@ def coco_captions(
 
 def tsv_line(url: str, caption: str) -> str:
     """One CC12M line: ``<url>\\t<caption>\\n`` (whitespace controls in the caption flattened)."""
-    clean = " ".join(caption.split())
+    clean = collapse_spaces(caption)
     if "\t" in url or "\n" in url:
         raise ValueError(f"url {url!r} contains a tab or newline")
     return f"{url}\t{clean}\n"
