@@ -624,6 +624,116 @@ def test_an_all_masked_heat_map_says_why(tmp_path, monkeypatch):
         figure_png=tmp_path / "h.png", figure_pdf=tmp_path / "h.pdf", bins=10, min_count=50,
         log=lines.append,
     )  # fmt: skip
-    assert lines == [f"heat map all masked: m: {reason}"]
+    assert lines == [
+        "heat map: 10x10 bins (priors.bins: 10) over 102 model item(s), cells with fewer than "
+        "50 masked",
+        f"heat map all masked: m: {reason}",
+    ]
     assert read_parquet_metadata(tmp_path / "heat.parquet")[NOTE_KEY] == f"m: {reason}"
     assert texts == [reason]
+
+
+def test_auto_bins_scale_with_the_items():
+    from vlcomp.refine.priors import auto_bins, resolve_bins
+
+    # the largest b <= 10 with n / b^2 >= min_count, at least 2
+    got = {n: auto_bins(n, 10) for n in [0, 39, 40, 89, 90, 102, 159, 160, 999, 1000, 10_000]}
+    assert got == {0: 2, 39: 2, 40: 2, 89: 2, 90: 3, 102: 3, 159: 3, 160: 4, 999: 9, 1000: 10,
+                   10_000: 10}  # fmt: skip
+    assert auto_bins(102, 1) == 10 and auto_bins(102, 25) == 2
+    assert resolve_bins("auto", 102, 10) == 3
+    assert resolve_bins(7, 102, 10) == 7 and resolve_bins(10, 10_000, 10) == 10
+    for bad in [1, 0, True, "10", 2.5]:
+        with pytest.raises(ValueError, match="priors.bins must be 'auto' or an integer >= 2"):
+            resolve_bins(bad, 102, 10)
+
+
+def figure_words(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Titles, axes texts and figure texts of every figure the refine stage saves."""
+    import vlcomp.refine.figures as refine_figures
+    from vlcomp.report.figures import save_figure
+
+    words: list[str] = []
+
+    def capture(fig, png, pdf):
+        for ax in fig.axes:
+            words.extend(" ".join(t.get_text().split()) for t in [ax.title, *ax.texts])
+        words.extend(" ".join(t.get_text().split()) for t in fig.texts)
+        save_figure(fig, png, pdf)
+
+    monkeypatch.setattr(refine_figures, "save_figure", capture)
+    return words
+
+
+def run_priors(tmp_path, cands, scores, model, log, **settings):
+    from vlcomp.refine.jobs import prior_stage
+
+    cands.write_parquet(tmp_path / "cands.parquet")
+    scores.write_parquet(tmp_path / "scores.parquet")
+    model.write_parquet(tmp_path / "correct.parquet")
+    prior_stage(
+        tmp_path / "cands.parquet", tmp_path / "scores.parquet", "s1", tmp_path / "correct.parquet",
+        table_out=tmp_path / "prior.parquet", heatmap_out=tmp_path / "heat.parquet",
+        figure_png=tmp_path / "h.png", figure_pdf=tmp_path / "h.pdf", log=log, **settings,
+    )  # fmt: skip
+
+
+def test_auto_heat_map_shows_cells_of_a_small_set_and_records_b(tmp_path, monkeypatch):
+    from vlcomp.contracts import NOTE_KEY
+    from vlcomp.io import read_parquet_metadata
+    from vlcomp.refine.priors import masked_reasons
+
+    cands, scores = synthetic_pairs(102, seed=3, groups=(("swap", "att"),))
+    blind = item_outcomes(cands, scores, "s1")
+    model = blind.select("benchmark", "item_id", model=pl.lit("m"), correct=pl.lit(True))
+    # the old default (10 x 10) masks every cell of 102 items; auto takes 3 x 3 and shows some
+    assert prior_heatmap_table(model, blind, bins=10)["accuracy"].null_count() == 100
+    heat = prior_heatmap_table(model, blind)
+    assert heat.height == 9 and heat["n"].sum() == 102
+    assert heat["accuracy"].null_count() < 9 and masked_reasons(heat) == {}
+    words, lines = figure_words(monkeypatch), []
+    run_priors(tmp_path, cands, scores, model, lines.append, bins="auto", min_count=10)
+    assert lines == [
+        "heat map: 3x3 bins (priors.bins: auto) over 102 model item(s), cells with fewer than "
+        "10 masked"
+    ]
+    for table in ["prior.parquet", "heat.parquet"]:
+        meta = read_parquet_metadata(tmp_path / table)
+        assert (meta["bins"], meta["bins_setting"], meta["min_count"]) == ("3", "auto", "10")
+        assert NOTE_KEY not in meta
+    assert "m: 3x3 bins, auto (masked: n < 10)" in words
+    assert (
+        "priors.bins auto: b = 3, the largest b <= 10 with n / b\u00b2 >= min_count = 10 "
+        "(n = 102 items), at least 2"
+    ) in words
+    # an explicit integer is used as given, and its figure has no auto caption
+    words.clear()
+    run_priors(tmp_path, cands, scores, model, lines.append, bins=4, min_count=10)
+    assert pl.read_parquet(tmp_path / "heat.parquet").height == 16
+    meta = read_parquet_metadata(tmp_path / "heat.parquet")
+    assert (meta["bins"], meta["bins_setting"]) == ("4", "4")
+    assert "m: 4x4 bins (masked: n < 10)" in words
+    assert not any(w.startswith("priors.bins auto") for w in words)
+
+
+def test_a_set_too_small_for_two_by_two_says_why(tmp_path, monkeypatch):
+    from vlcomp.contracts import NOTE_KEY
+    from vlcomp.io import read_parquet_metadata
+
+    cands, scores = synthetic_pairs(102, seed=3, groups=(("swap", "att"),))
+    blind = item_outcomes(cands, scores, "s1")
+    model = blind.select("benchmark", "item_id", model=pl.lit("m"), correct=pl.lit(True))
+    heat = prior_heatmap_table(model, blind, min_count=60)  # 102 < 4 x 60: auto gives 2 x 2
+    assert heat.height == 4 and heat["accuracy"].null_count() == 4
+    fullest = heat["n"].max()
+    reason = (
+        f"every cell has fewer than min_count=60 items: 102 items over 2x2 cells, the fullest "
+        f"holds {fullest}; 2x2 is the coarsest map: a priors.min_count of at most {fullest} "
+        "shows a cell"
+    )
+    assert prior_heatmap_table(model, blind, min_count=fullest)["accuracy"].null_count() < 4
+    words, lines = figure_words(monkeypatch), []
+    run_priors(tmp_path, cands, scores, model, lines.append, bins="auto", min_count=60)
+    assert lines[1:] == [f"heat map all masked: m: {reason}"]
+    assert read_parquet_metadata(tmp_path / "heat.parquet")[NOTE_KEY] == f"m: {reason}"
+    assert reason in words and "m: 2x2 bins, auto (masked: n < 60)" in words

@@ -11,7 +11,7 @@ import polars as pl
 from matplotlib.colors import LogNorm
 
 from vlcomp.refine.candidates import GROUP_COLUMNS
-from vlcomp.refine.priors import masked_reasons
+from vlcomp.refine.priors import AUTO, AUTO_MAX_BINS, heatmap_bins, masked_reasons
 from vlcomp.report.figures import save_figure
 
 
@@ -93,15 +93,20 @@ def _say_why(ax: plt.Axes, text: str) -> None:
 
 
 def plot_prior_heatmap(
-    table: pl.DataFrame, png: str | Path, pdf: str | Path, lm_name: str = "blind LM"
+    table: pl.DataFrame,
+    png: str | Path,
+    pdf: str | Path,
+    lm_name: str = "blind LM",
+    bins_setting: int | str | None = None,
 ) -> None:
     """Accuracy per (positive, negative) perplexity bin, one panel per model; cells with
-    fewer than ``min_count`` items are masked (grey). A panel whose every cell is masked says
-    why (``priors.masked_reasons``)."""
+    fewer than ``min_count`` items are masked (grey). Titles give the b x b bins used; with
+    ``bins_setting="auto"`` a caption says how b was chosen. A panel whose every cell is
+    masked says why (``priors.masked_reasons``)."""
     models = table["model"].unique().sort().to_list()
     reasons = masked_reasons(table)
-    bins = int(table["positive_bin"].max()) + 1
-    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.4), squeeze=False)
+    bins = heatmap_bins(table)
+    fig, axes = plt.subplots(1, len(models), figsize=(3.6 * len(models), 3.6), squeeze=False)
     cmap = plt.get_cmap("RdYlGn").with_extremes(bad="#dddddd")
     image = None
     for ax, model in zip(axes[0], models, strict=True):
@@ -111,7 +116,11 @@ def plot_prior_heatmap(
         for (i, j), value in np.ndenumerate(values):
             if np.isfinite(value):
                 ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=4.5)
-        ax.set_title(f"{model} (masked: n < {int(rows['min_count'][0])})", fontsize=8)
+        auto = ", auto" if bins_setting == AUTO else ""
+        ax.set_title(
+            f"{model}: {bins}x{bins} bins{auto} (masked: n < {int(rows['min_count'][0])})",
+            fontsize=8,
+        )
         ax.set_xlabel(f"negative perplexity bin ({lm_name}, low to high)", fontsize=7)
         ax.set_ylabel("positive perplexity bin (low to high)", fontsize=7)
         ax.set_xticks(range(bins))
@@ -121,4 +130,13 @@ def plot_prior_heatmap(
             _say_why(ax, reasons[model])
     if image is not None:
         fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8, label="accuracy")
+    if bins_setting == AUTO and models:
+        n = int(table.group_by("model").agg(pl.col("n").sum())["n"].min())
+        fewest = ", the fewest of any model" if len(models) > 1 else ""
+        caption = (
+            f"priors.bins auto: b = {bins}, the largest b <= {AUTO_MAX_BINS} with "
+            f"n / b\u00b2 >= min_count = {int(table['min_count'][0])} (n = {n} items{fewest}), "
+            "at least 2"
+        )
+        fig.text(0.01, 0.01, textwrap.fill(caption, 70 * len(models)), fontsize=6, va="bottom")
     save_figure(fig, png, pdf)

@@ -21,7 +21,12 @@ from vlcomp.importers import (
 from vlcomp.io import write_parquet
 from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
 from vlcomp.refine.figures import plot_prior_heatmap, plot_refinement_gaps
-from vlcomp.refine.priors import linguistic_prior_table, masked_reasons, prior_heatmap_table
+from vlcomp.refine.priors import (
+    heatmap_bins,
+    linguistic_prior_table,
+    masked_reasons,
+    prior_heatmap_table,
+)
 from vlcomp.refine.refinement import refine_candidates, refined_candidates
 from vlcomp.refine.scores import ScorerLike, score_candidates
 
@@ -136,23 +141,35 @@ def prior_stage(
     heatmap_out: str | Path,
     figure_png: str | Path,
     figure_pdf: str | Path,
-    bins: int = 10,
+    bins: int | str = "auto",
     min_count: int = 10,
     log: Log = print,
 ) -> None:
     """Hard test accuracy, linguistic gap and the perplexity heat map.
 
-    ``model_correct``: Parquet with model, benchmark, item_id, correct (bool) per item. A
-    model whose heat-map cells are all masked is named, with why, in the log, the heat-map
-    table's metadata (``NOTE_KEY``) and on its figure panel.
+    ``model_correct``: Parquet with model, benchmark, item_id, correct (bool) per item. The
+    bins per axis used (``bins="auto"``: scaled to the items, ``priors.auto_bins``) are
+    logged, written to both tables' metadata (``bins``; the setting as ``bins_setting``) and
+    shown on the figure. A model whose heat-map cells are all masked is named, with why, in
+    the log, the heat-map table's metadata (``NOTE_KEY``) and on its figure panel.
     """
     blind = item_outcomes(pl.read_parquet(candidates), pl.read_parquet(scores), lm_scorer)
     correct = pl.read_parquet(model_correct)
-    meta = {"lm_scorer": lm_scorer, "bins": str(bins), "min_count": str(min_count)}
-    write_parquet(linguistic_prior_table(correct, blind), table_out, meta)
     heatmap = prior_heatmap_table(correct, blind, bins, min_count)
+    used = heatmap_bins(heatmap)
+    log(
+        f"heat map: {used}x{used} bins (priors.bins: {bins}) over {correct.height} model item(s), "
+        f"cells with fewer than {min_count} masked"
+    )
+    meta = {
+        "lm_scorer": lm_scorer,
+        "bins": str(used),
+        "bins_setting": str(bins),
+        "min_count": str(min_count),
+    }
+    write_parquet(linguistic_prior_table(correct, blind), table_out, meta)
     notes = [f"{model}: {reason}" for model, reason in masked_reasons(heatmap).items()]
     for note in notes:
         log(f"heat map all masked: {note}")
     write_parquet(heatmap, heatmap_out, {**meta, NOTE_KEY: "\n".join(notes)} if notes else meta)
-    plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer)
+    plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer, bins_setting=bins)

@@ -13,6 +13,13 @@ the deciles of the *pooled* positive and negative scores, so the two axes share 
 and the diagonal separates "LM prefers the positive" from "LM prefers the negative". Cells
 with fewer than ``min_count`` items are masked; when every cell of a model is,
 ``masked_reasons`` says why (too few items for ``bins`` x ``bins`` cells).
+
+Bins per axis. Ten per axis (100 cells) needs about 1,000 items before a typical cell holds
+``min_count = 10``; a set of a hundred items then usually shows nothing. ``bins="auto"``
+(``auto_bins``) takes the largest b <= 10 whose average cell reaches ``min_count``
+(n / b^2 >= min_count, n the items per model), and at least 2; since the fullest cell holds
+at least the average, some cell is then always shown unless even 2 x 2 is too fine
+(n < 4 * min_count), which ``masked_reasons`` says. A fixed b is used as given.
 """
 
 from __future__ import annotations
@@ -24,6 +31,9 @@ import numpy as np
 import polars as pl
 
 from vlcomp.refine.candidates import GROUP_COLUMNS, ITEM_KEY
+
+AUTO = "auto"
+AUTO_MAX_BINS = 10  # the fixed default before "auto"
 
 PRIOR_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,
@@ -103,11 +113,42 @@ def perplexity_bins(scores: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return (inner.size - np.searchsorted(inner, scores, side="right")).astype(np.int64)
 
 
+def auto_bins(n_items: int, min_count: int, max_bins: int = AUTO_MAX_BINS) -> int:
+    """b of ``bins="auto"`` for ``n_items`` per model: the largest b <= ``max_bins`` with
+    n_items / b^2 >= ``min_count``, and at least 2."""
+    if max_bins < 2 or min_count < 1:
+        raise ValueError(
+            f"auto_bins needs max_bins >= 2 and min_count >= 1, got {max_bins}, {min_count}"
+        )
+    return max(2, min(max_bins, math.isqrt(max(n_items, 0) // min_count)))
+
+
+def resolve_bins(bins: int | str, n_items: int, min_count: int) -> int:
+    """The b a heat map of ``n_items`` per model is binned with: ``auto_bins`` for "auto",
+    else ``bins`` (an integer >= 2)."""
+    if bins == AUTO:
+        return auto_bins(n_items, min_count)
+    if isinstance(bins, bool) or not isinstance(bins, int) or bins < 2:
+        raise ValueError(f"priors.bins must be 'auto' or an integer >= 2, got {bins!r}")
+    return bins
+
+
+def heatmap_bins(heatmap: pl.DataFrame) -> int:
+    """The b of a ``prior_heatmap_table`` (b x b cells per model); 0 when it has no model."""
+    return math.isqrt(heatmap.height // max(1, heatmap["model"].n_unique()))
+
+
 def prior_heatmap_table(
-    model_correct: pl.DataFrame, blind: pl.DataFrame, bins: int = 10, min_count: int = 10
+    model_correct: pl.DataFrame,
+    blind: pl.DataFrame,
+    bins: int | str = AUTO,
+    min_count: int = 10,
 ) -> pl.DataFrame:
-    """Per model and (positive bin, negative bin): n and accuracy (null when n < min_count)."""
+    """Per model and (positive bin, negative bin): n and accuracy (null when n < min_count).
+    ``bins="auto"``: b scales with the fewest items any model has (``auto_bins``)."""
     frame = _joined(model_correct, blind)
+    per_model = frame.group_by("model").len()["len"]
+    bins = resolve_bins(bins, int(per_model.min()) if per_model.len() else 0, min_count)
     pooled = np.concatenate(
         [blind["positive_score"].to_numpy(), blind["best_negative_score"].to_numpy()]
     )
@@ -147,9 +188,13 @@ def masked_reasons(heatmap: pl.DataFrame) -> dict[str, str]:
             continue
         bins, min_count = math.isqrt(rows.height), int(rows["min_count"][0])
         n, fullest = int(rows["n"].sum()), int(rows["n"].max())
+        fix = (
+            "set priors.min_count or priors.bins lower"
+            if bins > 2
+            else f"2x2 is the coarsest map: a priors.min_count of at most {fullest} shows a cell"
+        )
         reasons[str(model)] = (
             f"every cell has fewer than min_count={min_count} items: {n} items over "
-            f"{bins}x{bins} cells, the fullest holds {fullest}; set priors.min_count or "
-            "priors.bins lower"
+            f"{bins}x{bins} cells, the fullest holds {fullest}; {fix}"
         )
     return reasons
