@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import polars as pl
@@ -188,3 +189,30 @@ def test_summary_counts_items_excluded_and_rejected(tmp_path):
     with pytest.raises(ValueError, match="no item count in its metadata"):
         pl.DataFrame(schema=EXCLUDED_COLUMNS).write_parquet(tmp_path / "old.parquet")
         benchmark_items({"old": {"kind": "pairs", "excluded": [str(tmp_path / "old.parquet")]}})
+
+
+def test_summary_says_what_each_eval_set_holds(tmp_path: Path) -> None:
+    from vlcomp.report.accounting import eval_set_markdown
+
+    summary = tmp_path / "vg" / "items_summary.json"
+    summary.parent.mkdir()
+    summary.write_text(
+        json.dumps(
+            {
+                "items": 8,
+                "items_with_attributes": 0,
+                "items_with_relations": 8,
+                "clipped_boxes": 2,
+                "merged": {"attributes_joined": 0, "attributes_unmatched": 0},
+                "warnings": ["none of 8 items has an attribute"],
+            }
+        )
+    )
+    entry = {"kind": "pairs", "eval_sets": [str(summary)]}
+    lines = eval_set_markdown({"a": entry, "b": entry})
+    said = [line for line in lines if line.startswith("- ")]
+    assert len(said) == 1  # one eval set, said once
+    assert "eval set **vg** (a): 8 items, 0 with attributes, 8 with relations" in said[0]
+    assert "**warning:** none of 8 items has an attribute" in said[0]
+    assert "2 region boxes clipped to their image" in said[0]
+    assert eval_set_markdown({"c": {"kind": "imported"}}) == []

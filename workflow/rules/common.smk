@@ -452,9 +452,17 @@ def summary_benchmarks():
                 name=name,
             ),
             "rejected": rejected_tables(name),
+            "eval_sets": eval_set_summaries(name),
         }
         for name in BENCHMARKS
     }
+
+
+def eval_set_summaries(benchmark):
+    """The eval items summary of a benchmark whose items come from an eval set's items."""
+    if BENCHMARKS[benchmark]["kind"] in ("crepe_systematicity", "pairs", "retrieval"):
+        return [f"results/eval_sets/{eval_set_of(benchmark)}/items_summary.json"]
+    return []
 
 
 def composition_boxes(table):

@@ -303,6 +303,9 @@ rule metrics_summary:
         rejected=sorted(
             {f for b in summary_benchmarks().values() for f in b["rejected"]}
         ),
+        eval_sets=sorted(
+            {f for b in summary_benchmarks().values() for f in b["eval_sets"]}
+        ),
     output:
         report(
             "results/metrics/summary.md",

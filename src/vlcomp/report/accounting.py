@@ -9,7 +9,9 @@ benchmark's or its eval set's rejected tables, ``contracts.REJECTED_SCHEMA``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -139,3 +141,38 @@ def items_markdown(items: pl.DataFrame, reasons: pl.DataFrame) -> list[str]:
         reason = r["reason"].replace("|", "\\|")
         lines.append(f"| {r['benchmark']} | {r['table']} | {reason} | {r['records']} |")
     return [*lines, ""]
+
+
+def eval_set_markdown(benchmarks: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A line per eval set summary (``eval_sets`` of a benchmark entry: the eval items
+    job's ``items_summary.json``) that has something to say: warnings (no attribute or no
+    relation in any item), boxes clipped to their image, what joining annotation files
+    merged. Each summary once, under the first benchmark that uses it."""
+    lines: list[str] = []
+    seen: set[str] = set()
+    for name, entry in benchmarks.items():
+        for path in entry.get("eval_sets", []):
+            if path in seen:
+                continue
+            seen.add(path)
+            summary = json.loads(Path(path).read_text())
+            eval_set = Path(path).parent.name
+            notes = [f"**warning:** {w}" for w in summary.get("warnings", [])]
+            if summary.get("clipped_boxes"):
+                notes.append(f"{summary['clipped_boxes']} region boxes clipped to their image")
+            merged = summary.get("merged") or {}
+            if merged.get("attributes_joined") or merged.get("attributes_unmatched"):
+                notes.append(
+                    f"{merged.get('attributes_joined', 0)} attribute values joined from the "
+                    f"annotation files ({merged.get('attributes_not_stated', 0)} left out as not "
+                    f"stated by the region's phrase, {merged.get('attributes_unmatched', 0)} "
+                    "annotated objects in no region)"
+                )
+            items = summary.get("items")
+            head = (
+                f"- eval set **{eval_set}** ({name}): {items} items, "
+                f"{summary.get('items_with_attributes')} with attributes, "
+                f"{summary.get('items_with_relations')} with relations"
+            )
+            lines.append("; ".join([head, *notes]) + ".")
+    return ["### Evaluation sets", "", *lines, ""] if lines else []

@@ -30,7 +30,11 @@ import polars as pl  # noqa: E402
 
 from vlcomp.evaluate.metrics import NO_SPLIT, NOT_IN_SPLITS  # noqa: E402
 from vlcomp.io import write_with  # noqa: E402
-from vlcomp.report.accounting import benchmark_items, items_markdown  # noqa: E402
+from vlcomp.report.accounting import (  # noqa: E402
+    benchmark_items,
+    eval_set_markdown,
+    items_markdown,
+)
 from vlcomp.report.figures import save_figure  # noqa: E402
 from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND  # noqa: E402
 
@@ -326,7 +330,8 @@ def metrics_markdown(
     negative type, complexities pooled, each (split, type) once; micro averages as type
     "all"; chance in its own column. With ``benchmarks`` (see
     ``accounting.benchmark_items``), a first section counts each benchmark's items, those
-    excluded for an unusable image and the rejected source records. With ``crossover``
+    excluded for an unusable image and the rejected source records, then what each eval
+    set's items hold (``accounting.eval_set_markdown``). With ``crossover``
     (``vlcomp.evaluate.crossover``), a last section compares each corpus's own model with
     the others on its splits."""
     wanted = {
@@ -336,6 +341,7 @@ def metrics_markdown(
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
+        lines += eval_set_markdown(benchmarks)
     for table in tables:
         frame = pl.read_parquet(table)
         kinds = sorted(set(frame["kind"].drop_nulls().to_list())) if "kind" in frame.columns else []
