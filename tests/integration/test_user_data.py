@@ -236,8 +236,6 @@ def user_config(files: dict[str, Path]) -> dict:
             "threads": 1,
         },
         "scorers": {"use": ["ngram", "minilm"], "minilm": {"sample": 300}},
-        "refine": {"grid": 4},
-        "priors": {"bins": 3, "min_count": 1},
         "parser_quality": {"factual_csv": None, "limit": 20},
     }
 
