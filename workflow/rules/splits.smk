@@ -36,7 +36,7 @@ rule image_index:
         "logs/eval_sets/{evalset}_images.log",
     conda:
         "../envs/vlcomp.yaml"
-    threads: 4
+    threads: 2
     params:
         format=lambda wc: EVAL_SETS[wc.evalset]["format"],
         source=lambda wc: eval_set_source(wc.evalset),
