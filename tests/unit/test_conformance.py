@@ -215,3 +215,21 @@ def test_coco_captions_in_the_published_layout(tmp_path: Path) -> None:
         items.filter(pl.col("item_id") == "21")["text"][0]
         == "An orange cat sitting on a wooden table."
     )
+
+
+def test_a_set_that_keeps_no_item_fails_saying_why(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"no region became an evaluation item.*too_small"):
+        items_of(FIX / "vg_v1_2", tmp_path, {"min_area": 10**7})
+    assert not (tmp_path / "items.parquet").exists()
+    empty = tmp_path / "captions.json"
+    empty.write_text(json.dumps({"images": [], "annotations": [{"id": 1, "caption": "x"}]}))
+    with pytest.raises(ValueError, match=r"no caption became an evaluation item.*missing_field"):
+        eval_items_job(
+            "coco_captions",
+            {"captions": str(empty), "images": str(tmp_path)},
+            {},
+            str(tmp_path / "coco.parquet"),
+            str(tmp_path / "coco_rejected.parquet"),
+            lambda _: None,
+        )
+    assert not (tmp_path / "coco.parquet").exists()

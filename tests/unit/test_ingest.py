@@ -516,9 +516,11 @@ def test_world_items_with_64px_thresholds(world_vg: Path, tmp_path: Path) -> Non
         )
     )
     assert keys.select("image_id", "key").is_duplicated().sum() == 0
-    # CREPE's absolute floor (40,000 px) keeps nothing of a 64 px image.
-    crepe, rejected = read_items(world_vg, tmp_path / "crepe", {})
-    assert crepe.height == 0 and set(rejected["reason"]) == {"too_small"}
+    # CREPE's absolute floor (40,000 px) keeps nothing of a 64 px image: the job fails
+    # saying so, and writes nothing
+    with pytest.raises(ValueError, match=r"no region became an evaluation item.*too_small \d+\)"):
+        read_items(world_vg, tmp_path / "crepe", {})
+    assert not (tmp_path / "crepe" / "items.parquet").exists()
     # Global de-duplication keeps fewer; the same settings give the same bytes.
     fewer, _ = read_items(world_vg, tmp_path / "global", {**WORLD_FILTERS, "dedupe": "global"})
     assert fewer.height < items.height

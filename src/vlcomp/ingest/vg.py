@@ -516,7 +516,8 @@ def eval_items_from_vg(
     ``rejected_out``; ``filters`` as for ``RegionFilters.from_options``, ``canon`` as for
     ``iter_eval_items``. Both files are streamed and appear only when the job succeeds.
     Returns the counts (also logged); an item set that lost a whole kind of annotation is
-    logged as a warning, and one whose annotated attributes all failed to join raises."""
+    logged as a warning; no item at all, or annotated attributes that all failed to join,
+    raise (and nothing is written)."""
     settings = RegionFilters.from_options(filters)
     meta = {
         "vlcomp.stage": "eval_items",
@@ -538,6 +539,12 @@ def eval_items_from_vg(
             if items.buffered + rejected.buffered >= FLUSH_ROWS:
                 items.flush()
                 rejected.flush()
+        if not summary.kept:
+            raise ValueError(
+                f"{vg_dir}: no region became an evaluation item ({summary.describe()}); the "
+                "rejected regions' reasons say which filter (eval_sets.<name>.regions) or "
+                "file to look at"
+            )
         if (
             summary.kept
             and not summary.items_with_attributes

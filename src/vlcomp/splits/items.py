@@ -217,6 +217,12 @@ def eval_items_job(
     elif fmt == "coco_captions":
         captions = Path(_require(source, "captions", fmt))
         items, rejected, parser_meta = coco_items(captions, parse_settings or {})
+        if items.is_empty():
+            reasons = dict(sorted(Counter(rejected["reason"].to_list()).items()))
+            raise ValueError(
+                f"{captions}: no caption became an evaluation item ({rejected.height} "
+                f"annotations rejected: {reasons or 'the file has none'})"
+            )
         meta = {
             "vlcomp.stage": "eval_items",
             "vlcomp.parser": json.dumps(parser_meta, sort_keys=True),
