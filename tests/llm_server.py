@@ -15,7 +15,9 @@ chat completion requests: ``("429", retry_after_s)``, ``("500",)``, ``("delay", 
 (the answer comes after that delay, at most ``MAX_DELAY_S``), ``("drop",)`` (the connection is
 closed without a response), ``("status", code)`` (an error with that HTTP status),
 ``("truncate",)`` (the content is cut in half, finish_reason
-``length``), ``("content", text)`` (this text instead of the answer function's).
+``length``), ``("content", text)`` (this text instead of the answer function's),
+``("body", raw)`` (HTTP 200 with this raw body, e.g. truncated JSON), ``("null",)`` (message
+content null), ``("no_usage",)`` (no ``usage`` in the answer).
 ``server.reject_formats`` lists ``response_format`` types the server refuses with a 400 (like a
 server without structured output support).
 
@@ -212,6 +214,14 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout); nothing to do
 
+    def _send_raw(self, status: int, data: bytes) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        self.wfile.flush()
+
     def _error(self, status: int, message: str, headers: dict | None = None) -> None:
         err = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
         self._send_json(status, {"error": err}, headers)
@@ -284,11 +294,18 @@ class _Handler(BaseHTTPRequestHandler):
             fmt = (body.get("response_format") or {}).get("type")
             if fmt in fake.reject_formats:
                 return self._error(400, f"response_format {fmt} is not supported")
+            if kind == "body":  # HTTP 200 with this raw body (e.g. truncated JSON)
+                return self._send_raw(200, fault[1].encode())
             content = fault[1] if kind == "content" else fake.answer(body)
             finish = "stop"
             if kind == "truncate":
                 content, finish = content[: len(content) // 2], "length"
-            self._send_json(200, fake.completion(body, content, finish))
+            completion = fake.completion(body, content or "", finish)
+            if kind == "null":
+                completion["choices"][0]["message"]["content"] = None
+            if kind == "no_usage":
+                del completion["usage"]
+            self._send_json(200, completion)
             with fake._lock:
                 fake.answer_latencies_s.append(time.perf_counter() - start)
         finally:

@@ -317,6 +317,13 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
             problems.append(f"config key '{key}.captions': only crepe_productivity has captions")
         if entry["review"] and "llm" not in (entry["negatives"], entry["captions"]):
             problems.append(f"config key '{key}.review': only LLM-generated items are reviewed")
+        if entry["max_items"] is not None and not (
+            entry["kind"] == "pairs" and entry["negatives"] == "llm"
+        ):
+            problems.append(
+                f"config key '{key}.max_items': only a pairs benchmark with negatives llm samples "
+                "the items sent to the LLM"
+            )
     from vlcomp.negatives.productivity import ProductivitySettings
     from vlcomp.negatives.systematicity import resolve_settings
 

@@ -1,5 +1,7 @@
 """Logging for workflow jobs: stderr (tracebacks, tqdm progress) and the library's
-``logging`` records go to the rule's log."""
+``logging`` records go to the rule's log, with registered secrets redacted
+(``vlcomp.redact``). A planned stop (``vlcomp.errors.JobStop``) ends the job with one line and
+its exit code instead of a traceback."""
 
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from vlcomp.errors import JobStop
+from vlcomp.redact import RedactingStream, redact
+
 
 @contextmanager
 def job_log(path: str | Path) -> Iterator[Callable[[str], None]]:
@@ -17,7 +22,8 @@ def job_log(path: str | Path) -> Iterator[Callable[[str], None]]:
     yield a timestamped line logger."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with open(path, "w", buffering=1) as handle:
+    with open(path, "w", buffering=1) as raw:
+        handle = RedactingStream(raw)
         previous = sys.stderr
         sys.stderr = handle
         handler = logging.StreamHandler(handle)
@@ -32,12 +38,21 @@ def job_log(path: str | Path) -> Iterator[Callable[[str], None]]:
 
         try:
             yield log
-        except BaseException:
+        except JobStop as stop:
+            line = redact(f"{type(stop).__name__} (exit {stop.exit_code}): {stop}")
+            log(line)
+            print(f"{line} [log: {path}]", file=previous, flush=True)
+            raise SystemExit(stop.exit_code) from None
+        except BaseException as error:
             import traceback
 
             traceback.print_exc(file=handle)
+            message = str(error)
+            if redact(message) != message:  # never let a secret reach Snakemake's own log
+                raise RuntimeError(f"{type(error).__name__}: {redact(message)}") from None
             raise
         finally:
+            handle.flush()
             root.removeHandler(handler)
             root.setLevel(previous_level)
             sys.stderr = previous

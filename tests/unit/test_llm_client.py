@@ -169,7 +169,7 @@ def test_torn_last_line_is_skipped(server, api_key, tmp_path):
     c = client(server, tmp_path / "cache")
     first = c.complete_many(reqs)
     c.close()
-    (path,) = list((tmp_path / "cache").glob("*.jsonl"))
+    (path,) = list((tmp_path / "cache").glob("responses-*.jsonl"))
     with open(path, "ab") as fh:
         fh.write(b'{"key": "abc", "text": "half a rec')  # a write cut by kill -9
     cache = ResponseCache(tmp_path / "cache")
@@ -178,15 +178,13 @@ def test_torn_last_line_is_skipped(server, api_key, tmp_path):
     more = requests_for(4)
     out = client(server, tmp_path / "cache").complete_many(more)
     assert server.chat_calls == 1 and out[:3] == first
-    assert len(list((tmp_path / "cache").glob("*.jsonl"))) == 2  # one file per writer
+    assert len(list((tmp_path / "cache").glob("responses-*.jsonl"))) == 2  # one file per writer
 
 
 # -- retries ----------------------------------------------------------------------------------
 def test_429_retry_after_is_honoured(server, api_key, tmp_path, monkeypatch):
-    import vlcomp.llm.client as client_module
-
     waits: list[float] = []
-    monkeypatch.setattr(client_module.time, "sleep", waits.append)  # record, don't wait
+    monkeypatch.setattr(LLMClient, "_wait", lambda self, s: waits.append(s) or False)
     server.faults.append(("429", 1))
     c = client(server, tmp_path / "c", max_concurrency=1)
     (r,) = c.complete_many(requests_for(1))
@@ -229,30 +227,25 @@ def test_retries_exhausted_gives_the_reason_and_nothing_is_cached(server, api_ke
     assert r2.error is None and server.chat_calls == 1  # a failure is not cached
 
 
-def test_client_errors_are_not_retried_and_401_stops_calls(server, api_key, tmp_path):
-    server.faults.append(("status", 404))
-    (r,) = client(server, tmp_path / "a", max_concurrency=1).complete_many(
-        requests_for(1, schema=None)
-    )
-    assert r.error == "http_404" and server.chat_calls == 1
-    server.reset_records()
-    server.faults.append(("status", 401))
-    out = client(server, tmp_path / "b", max_concurrency=1).complete_many(requests_for(4))
-    assert [r.error for r in out] == ["http_401"] * 4
-    assert server.chat_calls == 1
+def test_other_client_errors_fail_the_request_without_a_retry(server, api_key, tmp_path):
+    server.faults.append(("status", 413))
+    out = client(server, tmp_path / "a", max_concurrency=1).complete_many(requests_for(2))
+    assert [r.error for r in out] == ["http_413", None] and server.chat_calls == 2
 
 
 # -- structured output ----------------------------------------------------------------------
-def test_truncated_json_is_a_parse_error(server, api_key, tmp_path):
-    server.faults.append(("truncate",))
-    (r,) = client(server, tmp_path / "c").complete_many(requests_for(1))
+def test_truncated_json_is_a_parse_error_once_the_retries_are_spent(server, api_key, tmp_path):
+    server.faults.extend([("truncate",)] * 3)
+    c = client(server, tmp_path / "c", malformed_retries=2)
+    (r,) = c.complete_many(requests_for(1))
     assert r.error == "parse_error" and r.parsed is None and r.text
-    assert server.chat_calls == 1
+    assert server.chat_calls == 3
+    assert c.stats["malformed_retried"] == {"parse_error": 2}
 
 
 def test_wrong_schema_is_a_schema_error(server, api_key, tmp_path):
     server.faults.append(("content", json.dumps({"negative": "a blue car"})))  # no "changed"
-    (r,) = client(server, tmp_path / "c").complete_many(requests_for(1))
+    (r,) = client(server, tmp_path / "c", malformed_retries=0).complete_many(requests_for(1))
     assert r.error == "schema_error" and r.parsed is None
 
 

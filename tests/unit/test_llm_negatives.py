@@ -25,10 +25,11 @@ import pytest
 
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA
+from vlcomp.errors import DryRun
 from vlcomp.llm import BudgetExhausted
 from vlcomp.negatives.jobs import productivity_job
 from vlcomp.negatives.llm import prompts as pr
-from vlcomp.negatives.llm.jobs import LLMDryRun, llm_pairs_job, llm_productivity_job
+from vlcomp.negatives.llm.jobs import llm_pairs_job, llm_productivity_job
 from vlcomp.negatives.llm.productivity import recover_patterns
 from vlcomp.negatives.llm.sugarcrepe import FAMILY_TARGETS
 from vlcomp.negatives.llm.validate import (
@@ -762,7 +763,7 @@ def test_budget_exhaustion_writes_nothing_and_the_rerun_continues(tmp_path, serv
 
 
 def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server) -> None:
-    with pytest.raises(LLMDryRun, match="nothing was sent"):
+    with pytest.raises(DryRun, match="nothing was sent"):
         run_pairs(tmp_path, server, dry_run=True)
     assert server.chat_calls == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "items.parquet"]
@@ -972,6 +973,6 @@ def test_productivity_refuses_template_outputs_of_other_inputs(tmp_path, server,
 
 def test_productivity_dry_run_sends_nothing(tmp_path, server, template) -> None:
     server.answer = productivity_answer
-    with pytest.raises(LLMDryRun, match="calls to make"):
+    with pytest.raises(DryRun, match="calls to make"):
         run_productivity(tmp_path, server, template, dry_run=True)
     assert server.chat_calls == 0 and not (tmp_path / "llm").exists()

@@ -17,6 +17,7 @@ from vlcomp.config import (  # noqa: E402
     validate_config,
 )
 from vlcomp.ingest.parts import part_name, plan_parts  # noqa: E402
+from vlcomp.llm.client import LLMSettings  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 from vlcomp.text import TEXT_LAYER_VERSION  # noqa: E402
@@ -204,6 +205,14 @@ def gpu_request():
     the job runs; on a cluster a job that asked for no GPU gets none (so embeds on CPU).
     """
     return 1 if config["evaluate"]["device"].startswith("cuda") else 0
+
+
+def llm_api_slots():
+    """resources llm_api of an LLM job: the calls it has in flight at once, llm.max_concurrency
+    with the client's default where unset (1 without an endpoint)."""
+    if not config["llm"]:
+        return 1
+    return LLMSettings.from_config(config["llm"]).max_concurrency
 
 
 def set_eval_settings():

@@ -22,12 +22,13 @@ rule llm_pairs:
     conda:
         "../envs/vlcomp.yaml"
     resources:
-        llm_api=lambda wc: config["llm"]["max_concurrency"] if config["llm"] else 1,
+        llm_api=llm_api_slots(),
     params:
         llm=config["llm"],
         parse=config["parse"],
         seed=config["negatives"]["seed"],
         families=lambda wc: BENCHMARKS[wc.benchmark]["families"],
+        max_items=lambda wc: BENCHMARKS[wc.benchmark]["max_items"],
         cache="results/cache/llm",
     message:
         "LLM hard negatives (REPLACE / SWAP / ADD) for {wildcards.benchmark}"
@@ -66,7 +67,7 @@ rule llm_productivity:
     conda:
         "../envs/vlcomp.yaml"
     resources:
-        llm_api=lambda wc: config["llm"]["max_concurrency"] if config["llm"] else 1,
+        llm_api=llm_api_slots(),
     params:
         llm=config["llm"],
         parse=config["parse"],

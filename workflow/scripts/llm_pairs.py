@@ -19,4 +19,5 @@ with job_log(snakemake.log[0]) as log:
         log=log,
         parse_settings=snakemake.params.parse,
         families=snakemake.params.families or None,
+        max_items=snakemake.params.max_items,
     )

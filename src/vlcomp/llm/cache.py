@@ -4,8 +4,9 @@ Layout: ``<cache_dir>/responses-<host>-<pid>-<random>.jsonl``. Every process tha
 request appends one JSON record per answer to its OWN file, flushing and fsync'ing each record
 before the answer is used, so a kill -9 loses at most the calls in flight and never corrupts an
 earlier record; a torn last line (the write the kill interrupted) is skipped when read. At
-start every ``*.jsonl`` file in the folder is read (sorted by name; the first record of a key
-wins). A process that finds everything cached creates no file.
+start every ``responses-*.jsonl`` file in the folder is read (sorted by name; the first record
+of a key wins). A process that finds everything cached creates no file. The spend ledger
+(``ledger.py``) lives in the same folder.
 
 A record holds what is needed to rebuild the answer and nothing else::
 
@@ -84,7 +85,7 @@ class ResponseCache:
         self._load()
 
     def _load(self) -> None:
-        for path in sorted(self.dir.glob("*.jsonl")):
+        for path in sorted(self.dir.glob("responses-*.jsonl")):
             with open(path, "rb") as fh:
                 for raw in fh:
                     if not raw.strip():

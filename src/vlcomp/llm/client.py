@@ -70,7 +70,10 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp import redact
+from vlcomp.errors import BudgetExhausted, EndpointRefused, EndpointUnreachable, JobStop
 from vlcomp.llm.cache import CacheEntry, ResponseCache
+from vlcomp.llm.ledger import Spend, SpendLedger
 
 logger = logging.getLogger("vlcomp.llm")
 
@@ -78,6 +81,8 @@ KEY_FORMAT = 1  # bump when what goes into Request.key changes
 FORMATS = ("json_schema", "json_object", "none")  # structured-output levels, strongest first
 STRUCTURED_OUTPUT = ("auto", *FORMATS)
 MODES = ("sync", "batch")
+BATCH_BACKENDS = ("openai", "vllm")
+MALFORMED = ("empty", "parse_error", "schema_error")  # answers retried as transient errors
 RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 MAX_RETRY_AFTER_S = 600.0
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -86,11 +91,7 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
 # ---------------------------------------------------------------------------------------
 # Settings
 # ---------------------------------------------------------------------------------------
-class BudgetExhausted(RuntimeError):
-    """Raised by ``LLMClient.raise_if_budget_exhausted`` once the budget stopped calls."""
-
-
-class MissingAPIKey(RuntimeError):
+class MissingAPIKey(EndpointRefused):
     """The environment variable named by ``api_key_env`` is not set (and one is needed)."""
 
 
@@ -146,6 +147,12 @@ DEFAULTS: dict[str, Any] = {
     "completion_tokens_estimate": 100,
     "batch_poll_s": 60.0,
     "batch_wait_s": None,
+    "batch_backend": "openai",
+    "batch_outputs": [],
+    "min_yield": 0.1,
+    "breaker_failures": 10,
+    "breaker_seconds": 300.0,
+    "malformed_retries": 2,
 }
 
 
@@ -171,6 +178,12 @@ class LLMSettings:
     completion_tokens_estimate: int = 100
     batch_poll_s: float = 60.0
     batch_wait_s: float | None = None  # batch mode: None waits until the jobs end
+    batch_backend: str = "openai"  # openai: Files + Batches API; vllm: files for run_batch
+    batch_outputs: tuple[str, ...] = ()  # batch output JSONL files to import (any backend)
+    min_yield: float = 0.1  # accepted / attempted below this fails the job
+    breaker_failures: int = 10  # consecutive connection failures / timeouts / 5xx that stop
+    breaker_seconds: float = 300.0  # ... or failing without a success for this long
+    malformed_retries: int = 2  # more calls for an empty, non-JSON or off-schema answer
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None, prefix: str = "llm") -> LLMSettings:
@@ -220,11 +233,34 @@ class LLMSettings:
             "max_chars": 1,
             "progress_every": 1,
             "completion_tokens_estimate": 1,
+            "breaker_failures": 1,
+            "malformed_retries": 0,
         }
         for name, lo in ints.items():
             v[name] = _int(v[name], lo, key(name))
-        for name in ("timeout_s", "backoff_base_s", "backoff_max_s", "batch_poll_s"):
+        for name in (
+            "timeout_s",
+            "backoff_base_s",
+            "backoff_max_s",
+            "batch_poll_s",
+            "breaker_seconds",
+        ):
             v[name] = _num(v[name], key(name), positive=True)
+        v["min_yield"] = _num(v["min_yield"], key("min_yield"))
+        if v["min_yield"] > 1:
+            raise ValueError(f"{key('min_yield')} must be in [0, 1], got {v['min_yield']}")
+        if v["batch_backend"] not in BATCH_BACKENDS:
+            raise ValueError(
+                f"{key('batch_backend')} must be one of {BATCH_BACKENDS}, "
+                f"got {v['batch_backend']!r}"
+            )
+        outputs = v["batch_outputs"]
+        if isinstance(outputs, str):
+            outputs = [outputs]
+        if not isinstance(outputs, list | tuple) or not all(
+            isinstance(o, str) and o.strip() for o in outputs
+        ):
+            raise ValueError(f"{key('batch_outputs')} must be a list of file paths")
         if v["batch_wait_s"] is not None:
             v["batch_wait_s"] = _num(v["batch_wait_s"], key("batch_wait_s"))
         if not isinstance(v["dry_run"], bool):
@@ -290,6 +326,12 @@ class LLMSettings:
             completion_tokens_estimate=v["completion_tokens_estimate"],
             batch_poll_s=v["batch_poll_s"],
             batch_wait_s=v["batch_wait_s"],
+            batch_backend=v["batch_backend"],
+            batch_outputs=tuple(outputs),
+            min_yield=v["min_yield"],
+            breaker_failures=v["breaker_failures"],
+            breaker_seconds=v["breaker_seconds"],
+            malformed_retries=v["malformed_retries"],
         )
 
     def temperature(self, step: str) -> float:
@@ -612,6 +654,63 @@ def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
     return max(0.0, (when - datetime.now(UTC)).total_seconds())
 
 
+class _Breaker:
+    """Stops calls to an endpoint that keeps failing: ``failures`` consecutive connection
+    failures, timeouts or 5xx answers (across all threads), or failures without a success
+    for ``seconds``. Any success resets it; 429s (rate limits) neither count nor reset."""
+
+    def __init__(self, failures: int, seconds: float) -> None:
+        self.failures, self.seconds = failures, seconds
+        self.streak = 0
+        self.since: float | None = None
+        self._lock = threading.Lock()
+
+    def success(self) -> None:
+        with self._lock:
+            self.streak, self.since = 0, None
+
+    def failure(self) -> bool:
+        """Count one failure; True when the breaker trips."""
+        with self._lock:
+            now = time.monotonic()
+            self.streak += 1
+            if self.since is None:
+                self.since = now
+            return self.streak >= self.failures or now - self.since >= self.seconds
+
+    def elapsed(self) -> float:
+        with self._lock:
+            return 0.0 if self.since is None else time.monotonic() - self.since
+
+
+_REFUSALS = {
+    400: "the server refused the request (bad request) in every structured-output format",
+    401: "the API key was not accepted",
+    403: "the key may not use this model or endpoint",
+    404: "no such model or endpoint",
+    422: "the server refused the request (unprocessable) in every structured-output format",
+}
+
+
+def _answer_of(completion: Any) -> tuple[str | None, str, tuple[int, int] | None] | None:
+    """(content, finish_reason, (prompt, completion tokens) or None) of a chat completion, or
+    None when its shape is not one (no choices, no message)."""
+    try:
+        choice = completion.choices[0]
+        text = choice.message.content
+        finish = choice.finish_reason or ""
+    except (AttributeError, IndexError, TypeError, KeyError):
+        return None
+    if text is not None and not isinstance(text, str):
+        return None
+    usage = getattr(completion, "usage", None)
+    try:
+        tokens = None if usage is None else (int(usage.prompt_tokens), int(usage.completion_tokens))
+    except (AttributeError, TypeError, ValueError):
+        tokens = None
+    return text, finish, tokens
+
+
 class LLMClient:
     def __init__(
         self,
@@ -629,22 +728,27 @@ class LLMClient:
         self.settings = settings
         self.prompt_version = str(prompt_version)
         self.cache = ResponseCache(cache_dir)
+        self.ledger = SpendLedger(cache_dir)
         self.batch_dir = Path(batch_dir) if batch_dir is not None else Path(cache_dir) / "batch"
         self.batch_state = Path(batch_state) if batch_state is not None else None
         self._log = log
         self._lock = threading.Lock()
         self._openai = None
-        self._secret: str | None = None
+        # registered before any call, so that every mode (sync, batch, import) redacts it
+        redact.register(os.environ.get(settings.api_key_env))
         self._rng = random.Random()
         self._format_level = {"auto": 0, "json_schema": 0, "json_object": 1, "none": 2}[
             settings.structured_output
         ]
         self._exhausted: str | None = None  # which budget limit stopped the calls
-        self._fatal: str | None = None  # e.g. http_401: no further call can succeed
+        self._fatal: JobStop | None = None  # the endpoint refused or is unreachable
+        self._stopping = threading.Event()  # set with _fatal: backoff sleeps end at once
+        self._breaker = _Breaker(settings.breaker_failures, settings.breaker_seconds)
         self._calls = 0
         self._done = 0
         self._counts: Counter[str] = Counter()
         self._failures: Counter[str] = Counter()
+        self._malformed: Counter[str] = Counter()
         self._prompt_tokens = 0
         self._completion_tokens = 0
         self._cost = 0.0
@@ -680,9 +784,57 @@ class LLMClient:
     def raise_if_budget_exhausted(self) -> None:
         if self._exhausted is not None:
             raise BudgetExhausted(
-                f"llm budget reached ({self._exhausted}); answers so far are cached, "
-                "rerun with a larger llm.budget to continue"
+                f"llm budget reached ({self._exhausted}; {self.spend_line()}); answers so far "
+                "are cached: raise the limit in llm.budget (a total over all runs) to continue, "
+                f"or reset the ledger: python -m vlcomp.llm.ledger reset {self.cache.dir}"
             )
+
+    def raise_if_stopped(self) -> None:
+        """Raise the EndpointRefused / EndpointUnreachable that stopped the calls, if any."""
+        if self._fatal is not None:
+            raise self._fatal
+
+    def _budget_refusal(self, spent: Spend) -> str | None:
+        b = self.settings.budget
+        if b.max_calls is not None and spent.calls >= b.max_calls:
+            return f"max_calls={b.max_calls}"
+        if b.max_tokens is not None and spent.tokens >= b.max_tokens:
+            return f"max_tokens={b.max_tokens}"
+        if b.max_cost_usd is not None and spent.cost_usd >= b.max_cost_usd:
+            return f"max_cost_usd={b.max_cost_usd}"
+        return None
+
+    def ledger_summary(self) -> dict:
+        """Spent (all runs through this cache folder), the limits, and what remains."""
+        spent = self.ledger.totals()
+        b = self.settings.budget
+        limits = {"calls": b.max_calls, "tokens": b.max_tokens, "cost_usd": b.max_cost_usd}
+        used = {"calls": spent.calls, "tokens": spent.tokens, "cost_usd": spent.cost_usd}
+        remaining = {
+            k: None if lim is None else max(0, round(lim - used[k], 6)) for k, lim in limits.items()
+        }
+        return {
+            "ledger": str(self.ledger.path),
+            "spent": spent.as_dict(),
+            "limits": limits,
+            "remaining": remaining,
+        }
+
+    def spend_line(self) -> str:
+        ledger = self.ledger_summary()
+        parts = []
+        for name, used in (
+            ("calls", ledger["spent"]["calls"]),
+            ("tokens", ledger["spent"]["prompt_tokens"] + ledger["spent"]["completion_tokens"]),
+            ("cost_usd", ledger["spent"]["cost_usd"]),
+        ):
+            lim = ledger["limits"][name]
+            shown = f"${used:.4f}" if name == "cost_usd" else f"{used}"
+            if lim is not None:
+                left = ledger["remaining"][name]
+                shown += f" of {lim} ({left} left)"
+            parts.append(f"{name} {shown}")
+        return "spent over all runs: " + ", ".join(parts)
 
     @property
     def stats(self) -> dict:
@@ -697,7 +849,10 @@ class LLMClient:
                 "completion_tokens": self._completion_tokens,
                 "cost_usd": self._cost if self.settings.price is not None else None,
                 "failures": dict(self._failures),
+                "malformed_retried": dict(self._malformed),
+                "usage_estimated": self._counts["usage_estimated"],
                 "budget_exhausted": self._exhausted,
+                "stopped": None if self._fatal is None else str(self._fatal),
                 "structured_output": FORMATS[self._format_level],
             }
 
@@ -705,7 +860,9 @@ class LLMClient:
         self, requests: Sequence[Request], *, cache_only: bool = False
     ) -> list[Response]:
         """Answer the requests, in order: cache first, then calls (bounded concurrency, budget
-        checked before each). Never raises for a failed call: see ``Response.error``."""
+        checked before each). A failed call is a ``Response.error``; an endpoint that refuses
+        (401/403/404, an unexplained 400) or stays unreachable raises ``EndpointRefused`` /
+        ``EndpointUnreachable`` once the calls in flight are done."""
         keys = [self.key(r) for r in requests]
         out: list[Response | None] = [None] * len(requests)
         todo: dict[str, list[int]] = {}
@@ -742,6 +899,9 @@ class LLMClient:
                     resp = fut.result()
                     for i in todo[k]:
                         out[i] = resp
+            if self._fatal is not None:
+                self._log(self._summary(len(requests)))
+                raise self._fatal
         missing = "budget_exhausted" if self._exhausted is not None else "not_cached"
         for idx in todo.values():
             for i in idx:
@@ -800,92 +960,129 @@ class LLMClient:
                             "server that needs none"
                         )
                     key = "EMPTY"
-                self._secret = key
+                redact.register(key)
                 self._openai = openai.OpenAI(
                     base_url=s.base_url, api_key=key, timeout=s.timeout_s, max_retries=0
                 )
             return self._openai
 
-    def _redact(self, text: str) -> str:
-        if self._secret and self._secret != "EMPTY":
-            text = text.replace(self._secret, "[redacted]")
-        return text
+    @property
+    def endpoint(self) -> str:
+        return self.settings.base_url or "the OpenAI API"
+
+    def _stop(self, error: JobStop) -> None:
+        """Stop all calls (first error wins): no new call starts, backoffs end now."""
+        with self._lock:
+            if self._fatal is None:
+                self._fatal = error
+                logger.error("llm: %s", error)
+        self._stopping.set()
 
     def _reserve(self) -> str | None:
-        """Take one call from the budget; None if allowed, else the reason it is not."""
-        b = self.settings.budget
+        """Take one call from the budget (the ledger's totals over all runs); None if allowed,
+        else the reason it is not."""
         with self._lock:
             if self._fatal is not None:
-                return self._fatal
-            if self._exhausted is None:
-                if b.max_calls is not None and self._calls >= b.max_calls:
-                    self._exhausted = f"max_calls={b.max_calls}"
-                elif (
-                    b.max_tokens is not None
-                    and self._prompt_tokens + self._completion_tokens >= b.max_tokens
-                ):
-                    self._exhausted = f"max_tokens={b.max_tokens}"
-                elif b.max_cost_usd is not None and self._cost >= b.max_cost_usd:
-                    self._exhausted = f"max_cost_usd={b.max_cost_usd}"
-                if self._exhausted is not None:
+                return "stopped"
+            if self._exhausted is not None:
+                return "budget_exhausted"
+        record = {"calls": 1, "model": self.settings.model, "source": "sync"}
+        reason, _ = self.ledger.reserve(self._budget_refusal, record)
+        with self._lock:
+            if reason is not None:
+                if self._exhausted is None:
+                    self._exhausted = reason
                     logger.warning(
                         "llm budget reached (%s): no new calls; calls in flight finish and are "
                         "cached",
-                        self._exhausted,
+                        reason,
                     )
-            if self._exhausted is not None:
                 return "budget_exhausted"
             self._calls += 1
             return None
 
-    def _call(self, request: Request, key: str) -> Response:
-        refused = self._reserve()
-        if refused is not None:
-            with self._lock:
-                self._failures[refused] += 1
-            return Response(key, None, None, refused, 0, 0)
-        result = self._send_with_retries(request)
-        if isinstance(result, str):
-            with self._lock:
-                self._failures[result] += 1
-                self._done += 1
-            self._progress()
-            return Response(key, None, None, result, 0, 0)
-        text, pt, ct, finish = result
-        entry = CacheEntry(
-            key=key,
-            text=text,
-            prompt_tokens=pt,
-            completion_tokens=ct,
-            finish_reason=finish,
-            model=self.settings.model,
-            prompt_version=self.prompt_version,
-            source="sync",
-        )
-        self.cache.put(entry)
+    def _account(self, pt: int, ct: int, batch: bool = False, source: str = "sync") -> None:
         price = self.settings.price
+        cost = price.cost(pt, ct, batch=batch) if price is not None else 0.0
+        self.ledger.record(
+            {"prompt_tokens": pt, "completion_tokens": ct, "cost_usd": cost, "source": source}
+        )
         with self._lock:
             self._prompt_tokens += pt
             self._completion_tokens += ct
-            if price is not None:
-                self._cost += price.cost(pt, ct)
-            self._done += 1
-        resp = response_from_entry(request, entry, cached=False)
-        if resp.error is not None:
-            with self._lock:
-                self._failures[resp.error] += 1
-        self._progress()
-        return resp
+            self._cost += cost
 
-    def _send_with_retries(self, request: Request) -> tuple[str | None, int, int, str] | str:
-        """(text, prompt_tokens, completion_tokens, finish_reason), or a failure reason."""
+    def _call(self, request: Request, key: str) -> Response:
+        malformed_left = self.settings.malformed_retries
+        while True:
+            refused = self._reserve()
+            if refused is not None:
+                with self._lock:
+                    self._failures[refused] += 1
+                return Response(key, None, None, refused, 0, 0)
+            result = self._send_with_retries(request)
+            if isinstance(result, str):
+                with self._lock:
+                    self._failures[result] += 1
+                    self._done += 1
+                self._progress()
+                return Response(key, None, None, result, 0, 0)
+            text, pt, ct, finish, estimated = result
+            self._account(pt, ct)
+            if estimated:
+                with self._lock:
+                    self._counts["usage_estimated"] += 1
+            entry = CacheEntry(
+                key=key,
+                text=text,
+                prompt_tokens=pt,
+                completion_tokens=ct,
+                finish_reason=finish,
+                model=self.settings.model,
+                prompt_version=self.prompt_version,
+                source="sync",
+            )
+            resp = response_from_entry(request, entry, cached=False)
+            if resp.error in MALFORMED and malformed_left > 0 and not self._stopping.is_set():
+                malformed_left -= 1
+                with self._lock:
+                    self._malformed[resp.error] += 1
+                logger.info(
+                    "llm: %s answer (%s); asking again", resp.error, request.tag or key[:12]
+                )
+                continue
+            self.cache.put(entry)  # the last answer, even malformed: a rerun gives the same
+            with self._lock:
+                self._done += 1
+                if resp.error is not None:
+                    self._failures[resp.error] += 1
+            self._progress()
+            return resp
+
+    def _refused(self, status: int, server_message: str) -> EndpointRefused:
+        s = self.settings
+        what = _REFUSALS.get(status, "the server refused the request")
+        detail = redact.redact(" ".join(str(server_message).split()))[:200]
+        hint = f" (key from ${s.api_key_env})" if status in (401, 403) else ""
+        return EndpointRefused(
+            f"{self.endpoint} answered HTTP {status} for model {s.model!r}: {what}{hint}; "
+            f"server said: {detail}"
+        )
+
+    def _send_with_retries(self, request: Request) -> tuple[str | None, int, int, str, bool] | str:
+        """(text, prompt_tokens, completion_tokens, finish_reason, usage estimated), or a
+        failure reason. Stops the client (``_stop``) when the endpoint refuses or the breaker
+        trips."""
         import openai
 
         client = self._openai
         level = self._format_level if request.schema is not None else len(FORMATS) - 1
         attempt = 0
         while True:
+            if self._stopping.is_set():
+                return "stopped"
             wait_hint = None
+            counts_for_breaker = True
             try:
                 completion = client.chat.completions.create(
                     **request.body(self.settings.model, FORMATS[level])
@@ -904,38 +1101,53 @@ class LLMClient:
                         self._counts["format_fallbacks"] += 1
                     continue
                 reason = f"http_{status}"
-                if status not in RETRYABLE_STATUS and status < 500:
-                    logger.warning("llm call failed: %s %s", reason, self._redact(e.message))
-                    if status == 401:
-                        with self._lock:
-                            self._fatal = reason
+                if status in (400, 401, 403, 404, 422):
+                    self._stop(self._refused(status, e.message))
                     return reason
+                if status not in RETRYABLE_STATUS and status < 500:
+                    logger.warning("llm call failed: %s %s", reason, redact.redact(e.message))
+                    return reason
+                counts_for_breaker = status >= 500
                 wait_hint = retry_after_s(e.response.headers)
             except openai.APITimeoutError:
                 reason = "timeout"
             except openai.APIConnectionError:
                 reason = "connection"
-            except openai.APIError as e:
-                reason = "invalid_response"
-                logger.debug("llm invalid response: %s", self._redact(str(e)))
+            except (openai.APIError, ValueError) as e:  # a 200 whose body is not JSON
+                reason = "invalid_body"
+                counts_for_breaker = False
+                logger.info("llm invalid body: %s", redact.redact(str(e))[:200])
             else:
-                choices = completion.choices or []
-                if not choices:
+                answer = _answer_of(completion)
+                if answer is None:
                     reason = "invalid_response"
+                    counts_for_breaker = False
                 else:
+                    self._breaker.success()
                     if request.schema is not None and level > self._format_level:
                         with self._lock:
                             if self.settings.structured_output == "auto":
                                 self._format_level = max(self._format_level, level)
-                    text = choices[0].message.content
-                    finish = choices[0].finish_reason or ""
-                    usage = completion.usage
+                    text, finish, usage = answer
                     if usage is not None:
-                        pt, ct = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
-                    else:  # a server without usage: estimate, for the budget and the cost
-                        pt = request.estimated_prompt_tokens()
-                        ct = math.ceil(len(text or "") / 4)
-                    return text, pt, ct, finish
+                        return text, usage[0], usage[1], finish, False
+                    # a server without usage: estimate, for the budget and the cost
+                    pt = request.estimated_prompt_tokens()
+                    return text, pt, math.ceil(len(text or "") / 4), finish, True
+            if counts_for_breaker and self._breaker.failure():
+                self._stop(
+                    EndpointUnreachable(
+                        f"{self.endpoint} (model {self.settings.model!r}) is unreachable: "
+                        f"{self._breaker.streak} consecutive failures over "
+                        f"{self._breaker.elapsed():.1f} s, the last {reason} (llm.breaker_failures"
+                        f"={self.settings.breaker_failures}, llm.breaker_seconds="
+                        f"{self.settings.breaker_seconds:g})"
+                    )
+                )
+                return reason
+            if reason in ("invalid_body", "invalid_response"):
+                with self._lock:
+                    self._malformed[reason] += 1
             if attempt >= self.settings.max_retries:
                 logger.warning("llm call failed after %d attempt(s): %s", attempt + 1, reason)
                 return reason
@@ -943,8 +1155,13 @@ class LLMClient:
             logger.info("llm retry %d after %s in %.2fs", attempt + 1, reason, delay)
             with self._lock:
                 self._counts["retries"] += 1
-            time.sleep(delay)
+            if self._wait(delay):
+                return "stopped"
             attempt += 1
+
+    def _wait(self, seconds: float) -> bool:
+        """Sleep between attempts; True (at once) when the client is stopped meanwhile."""
+        return self._stopping.wait(seconds)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         s = self.settings
@@ -983,11 +1200,7 @@ class LLMClient:
 
     # used by batch.py
     def _account_batch(self, entries: Sequence[CacheEntry]) -> None:
-        price = self.settings.price
+        for e in entries:
+            self._account(e.prompt_tokens, e.completion_tokens, batch=True, source="batch")
         with self._lock:
-            for e in entries:
-                self._prompt_tokens += e.prompt_tokens
-                self._completion_tokens += e.completion_tokens
-                if price is not None:
-                    self._cost += price.cost(e.prompt_tokens, e.completion_tokens, batch=True)
-                self._counts["batch_imported"] += 1
+            self._counts["batch_imported"] += len(entries)

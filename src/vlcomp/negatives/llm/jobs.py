@@ -4,11 +4,15 @@ Both jobs read the ``llm`` config mapping (``vlcomp.llm.LLMSettings``), call the
 through one ``LLMClient`` whose persistent cache lives in ``cache_dir``, and write their
 outputs atomically (``vlcomp.io``) only once everything is done:
 
-- budget exhaustion (``llm.budget``) raises ``BudgetExhausted`` with a clear message and
-  writes NOTHING; every answer received so far is in the cache, so a rerun (with a larger
-  budget) continues where it stopped and makes no call twice;
-- ``llm.dry_run: true`` logs the estimated calls, tokens and cost (sync and batch prices)
-  and raises ``LLMDryRun``: nothing is sent, nothing written;
+- every planned stop raises a ``vlcomp.errors.JobStop`` (one line, a documented exit code)
+  and writes NOTHING: an endpoint that refuses (``EndpointRefused``) or is unreachable
+  (``EndpointUnreachable``), the spend ledger at a ``llm.budget`` limit
+  (``BudgetExhausted``; every answer received so far is in the cache, so a rerun with a larger
+  limit continues where it stopped and makes no call twice), ``llm.dry_run: true``
+  (``DryRun``: the estimated calls, tokens and cost are logged, nothing is sent), and a yield
+  (items kept / items attempted) below ``llm.min_yield`` (``LowYield``, with the rejection
+  table in the log);
+- ``max_items`` (pairs): a seeded sample of at most that many eval items is sent to the LLM;
 - a rerun with the same inputs answers everything from the cache (zero calls) and writes
   byte-identical candidates, boxes / items and rejection tables. ``stats_out`` describes
   the run itself (calls made, cache hits, tokens, cost), so it differs between a first run
@@ -21,8 +25,10 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from vlcomp.errors import DryRun, LowYield
 from vlcomp.io import write_json, write_parquet
 from vlcomp.llm import LLMClient, LLMSettings
 from vlcomp.negatives.productivity import ProductivitySettings, summarise
@@ -36,18 +42,44 @@ from .validate import GraphReader, PairValidator, ProductivityValidator
 Log = Callable[[str], None]
 
 
-class LLMDryRun(RuntimeError):
-    """``llm.dry_run`` is on: the estimate was logged, nothing was sent or written."""
-
-
 def _stats(client: LLMClient, extra: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "model": client.settings.model,
         "prompt_version": client.prompt_version,
         "mode": client.settings.mode,
         **client.stats,
+        "spend": client.ledger_summary(),
         **extra,
     }
+
+
+def sample_items(items: pl.DataFrame, max_items: int | None, seed: int) -> pl.DataFrame:
+    """At most ``max_items`` eval items, a seeded sample in item_id order (all when None)."""
+    items = items.sort("item_id")
+    if max_items is None or items.height <= max_items:
+        return items
+    rng = np.random.default_rng([seed, 20])
+    keep = np.sort(rng.choice(items.height, size=max_items, replace=False))
+    return items[keep.tolist()]
+
+
+def check_yield(
+    kept: int, attempted: int, min_yield: float, rejections: pl.DataFrame, what: str, log: Log
+) -> float:
+    """kept / attempted; raises LowYield (after logging the rejection table) when it is zero
+    or below ``min_yield``."""
+    share = kept / attempted if attempted else 0.0
+    if kept > 0 and share >= min_yield:
+        return share
+    log(f"{what}: {kept} of {attempted} kept ({share:.1%}); rejections by reason:")
+    top = rejections.group_by("reason").agg(pl.col("count").sum()).sort(["count", "reason"])
+    for row in top.reverse().iter_rows(named=True):
+        log(f"  {row['reason']}: {row['count']}")
+    head = "; ".join(f"{r} {n}" for r, n in top.reverse().head(3).iter_rows())
+    raise LowYield(
+        f"{what}: {kept} of {attempted} kept ({share:.1%}), below llm.min_yield={min_yield:g}; "
+        f"top rejections: {head or 'none'} (the whole table is in the log); nothing written"
+    )
 
 
 def _families(families: Any) -> tuple[tuple[str, str], ...]:
@@ -74,34 +106,48 @@ def llm_pairs_job(
     parse_settings: Mapping[str, Any] | None = None,
     prompts_dir: str | None = None,
     families: list[str] | None = None,
+    max_items: int | None = None,
 ) -> None:
     """SugarCrepe-style LLM negatives (``sugarcrepe.llm_pairs``) of an evaluation set's items.
 
     ``settings``: the ``llm`` config; ``parse_settings``: the ``parse`` config (our parser
     for validation, as for the eval set); ``families``: e.g. ["replace_att", "swap_obj"]
-    (default all seven); ``prompts_dir``: default ``resources/prompts``.
+    (default all seven); ``prompts_dir``: default ``resources/prompts``; ``max_items``: a
+    seeded sample of at most this many eval items (None: all).
     """
     llm = LLMSettings.from_config(settings)
     prompts = load_sugarcrepe(prompts_dir)
-    items = pl.read_parquet(eval_items)
+    all_items = pl.read_parquet(eval_items)
+    items = sample_items(all_items, max_items, seed)
+    if items.height < all_items.height:
+        log(f"max_items={max_items}: a seeded sample of {items.height} of {all_items.height} items")
     chosen = _families(families)
     with LLMClient(llm, cache_dir, prompts.version, log) as client:
         if llm.dry_run:
             estimate = client.dry_run(first_requests(items, prompts, client, seed, chosen))
-            raise LLMDryRun(
+            raise DryRun(
                 f"llm.dry_run is true: {estimate}; first attempt only (retries not counted)"
             )
         reader = GraphReader(make_parser(parse_settings or {}))
         validator = PairValidator(reader, llm.max_chars)
         result = llm_pairs(items, client, prompts, validator, seed, benchmark, chosen, log)
+        attempted = result.items * len(chosen)
+        share = check_yield(
+            result.pairs, attempted, llm.min_yield, result.rejections, benchmark, log
+        )
         stats = _stats(
             client,
             {
                 "eval_items": result.items,
+                "eval_items_available": all_items.height,
+                "max_items": max_items,
+                "attempted": attempted,
                 "pairs": result.pairs,
+                "yield": round(share, 6),
                 "rejections": int(result.rejections["count"].sum()),
             },
         )
+        log(client.spend_line())
     metadata = {
         "seed": str(seed),
         "benchmark": benchmark,
@@ -158,16 +204,28 @@ def llm_productivity_job(
             units = list(positives.values()) + [r.unit for r in rows if r.unit.family != "positive"]
             generator = ProductivityGenerator(client, prompts, validator, seed, log)
             estimate = client.dry_run([generator.request(u) for u in units])
-            raise LLMDryRun(
+            raise DryRun(
                 f"llm.dry_run is true: {estimate}; first attempt only (retries not counted)"
             )
         result = llm_productivity(
             candidates, items, vg_dir, s, seed, client, prompts, validator, min_complexity, log
         )
+        attempted = result.rewritten_items + result.dropped_items
+        share = check_yield(
+            result.rewritten_items,
+            attempted,
+            llm.min_yield,
+            result.rejections,
+            "productivity captions",
+            log,
+        )
+        log(client.spend_line())
         stats = _stats(
             client,
             {
                 "min_complexity": min_complexity,
+                "attempted": attempted,
+                "yield": round(share, 6),
                 "rewritten_items": result.rewritten_items,
                 "dropped_items": result.dropped_items,
                 "unchecked_atoms": result.unchecked_atoms,
