@@ -19,6 +19,7 @@ import pytest
 
 from tests.conftest import REPO
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
+from vlcomp.errors import EndpointRefused
 from vlcomp.llm import (
     BatchPending,
     BatchRunner,
@@ -668,8 +669,10 @@ def test_api_key_never_written(server, api_key, tmp_path, caplog, capsys):
         runner.poll_s = 0.01
         runner.run(requests_for(8))
         server.faults.append(("status", 401))
-        client(server, tmp_path / "other", logs=logs).complete_many(requests_for(2))
+        with pytest.raises(EndpointRefused) as refused:
+            client(server, tmp_path / "other", logs=logs).complete_many(requests_for(2))
     texts = [repr(c.settings), repr(c), str(c.stats), caplog.text, capsys.readouterr().out]
+    texts.append(str(refused.value))
     texts += logs
     (tmp_path / "captured.txt").write_text("\n".join(texts))
     files = [p for p in tmp_path.rglob("*") if p.is_file()]

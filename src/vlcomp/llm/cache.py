@@ -14,9 +14,10 @@ A record holds what is needed to rebuild the answer and nothing else::
      "prompt_tokens": 12, "completion_tokens": 34, "finish_reason": "stop",
      "model": "gpt-4o-mini", "prompt_version": "v1", "source": "sync" | "batch"}
 
-never the API key, headers or the request URL. Only answers the server actually gave (HTTP
-200) are cached; parse and schema checks run again on every read, so a cached answer yields
-the same Response as the fresh one.
+never the API key, headers or the request URL. Only well-formed answers are cached (HTTP 200
+with content that parses and fits the request's schema): malformed ones are transient errors,
+asked again. Parse and schema checks run again on every read, so a cached answer yields the
+same Response as the fresh one.
 """
 
 from __future__ import annotations

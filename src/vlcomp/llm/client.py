@@ -1051,7 +1051,8 @@ class LLMClient:
                     "llm: %s answer (%s); asking again", resp.error, request.tag or key[:12]
                 )
                 continue
-            self.cache.put(entry)  # the last answer, even malformed: a rerun gives the same
+            if resp.error not in MALFORMED:  # malformed answers are transient: not cached
+                self.cache.put(entry)
             with self._lock:
                 self._done += 1
                 if resp.error is not None:
