@@ -21,6 +21,14 @@ content null), ``("no_usage",)`` (no ``usage`` in the answer).
 ``server.reject_formats`` lists ``response_format`` types the server refuses with a 400 (like a
 server without structured output support).
 
+Batch and secrecy options (off by default): ``server.echo_key_in_errors`` puts the request's
+``Authorization`` header (the API key) in the message of every error the server returns (chat,
+files, batches, and the lines of a batch error file), like a careless server;
+``server.files_error_status`` answers every ``/v1/files`` request with that HTTP status (404:
+a server without the Files API, such as vLLM's); ``server.batch_expire_after`` answers only
+that many lines of a batch, which then ends ``expired`` with the other lines in its error file
+(``error.code`` ``batch_expired``, as OpenAI's).
+
 Every request is recorded (path, parsed body, headers with lower-case names) in
 ``server.requests``; ``chat_bodies()`` lists the chat completion bodies that were answered or
 faulted, ``max_in_flight`` is the most chat requests handled at once, and
@@ -66,6 +74,9 @@ class FakeLLMServer:
         self.faults: collections.deque[tuple] = collections.deque()
         self.reject_formats: set[str] = set()
         self.batch_polls_before_complete = 1
+        self.echo_key_in_errors = False
+        self.files_error_status: int | None = None
+        self.batch_expire_after: int | None = None
         self.requests: list[dict[str, Any]] = []
         self.answer_latencies_s: list[float] = []
         self.max_in_flight = 0
@@ -158,13 +169,35 @@ class FakeLLMServer:
 
     def run_batch(self, input_file_id: str) -> tuple[str, int]:
         """Answer every line of an uploaded batch input file; return (output file id, n)."""
+        output_id, _, n, _ = self.run_batch_files(input_file_id)
+        return output_id, n
+
+    def run_batch_files(
+        self, input_file_id: str, authorization: str = ""
+    ) -> tuple[str | None, str | None, int, int]:
+        """Answer the lines of an uploaded batch input file (the first
+        ``batch_expire_after`` only, when set; the others expire). Returns (output file id,
+        error file id, answered, expired); a file id is None when it would be empty."""
         lines = self._files[input_file_id].decode().splitlines()
-        out = []
+        out, expired = [], []
         for line in lines:
             if not line.strip():
                 continue
             item = json.loads(line)
             body = item["body"]
+            if self.batch_expire_after is not None and len(out) >= self.batch_expire_after:
+                message = "This request could not be executed before the completion window expired."
+                if self.echo_key_in_errors:
+                    message += f" (authorization: {authorization})"
+                expired.append(
+                    {
+                        "id": "batch_req_" + uuid.uuid4().hex[:12],
+                        "custom_id": item["custom_id"],
+                        "response": None,
+                        "error": {"code": "batch_expired", "message": message},
+                    }
+                )
+                continue
             out.append(
                 {
                     "id": "batch_req_" + uuid.uuid4().hex[:12],
@@ -177,9 +210,14 @@ class FakeLLMServer:
                     "error": None,
                 }
             )
+        output_id = self._store(out) if out or self.batch_expire_after is None else None
+        error_id = self._store(expired) if expired else None
+        return output_id, error_id, len(out), len(expired)
+
+    def _store(self, rows: list[dict]) -> str:
         file_id = "file-" + uuid.uuid4().hex[:12]
-        self._files[file_id] = "".join(json.dumps(o) + "\n" for o in out).encode()
-        return file_id, len(out)
+        self._files[file_id] = "".join(json.dumps(o) + "\n" for o in rows).encode()
+        return file_id
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -223,6 +261,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
     def _error(self, status: int, message: str, headers: dict | None = None) -> None:
+        if self.fake.echo_key_in_errors:
+            message += f" (authorization: {self.headers.get('Authorization')})"
         err = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
         self._send_json(status, {"error": err}, headers)
 
@@ -236,6 +276,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._chat(body)
         elif self.path == "/v1/files":
             self.fake._record(self.path, "POST", None, headers)
+            if self.fake.files_error_status is not None:
+                return self._error(self.fake.files_error_status, f"no route {self.path}")
             self._upload(raw)
         elif self.path == "/v1/batches":
             body = json.loads(raw)
@@ -256,8 +298,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.fake._polls[parts[2]] += 1
             shown = dict(batch)
             if self.fake._polls[parts[2]] <= self.fake.batch_polls_before_complete:
-                shown.update(status="in_progress", output_file_id=None)
+                shown.update(status="in_progress", output_file_id=None, error_file_id=None)
             return self._send_json(200, shown)
+        if parts[:2] == ["v1", "files"] and self.fake.files_error_status is not None:
+            return self._error(self.fake.files_error_status, f"no route {self.path}")
         if len(parts) == 4 and parts[:2] == ["v1", "files"] and parts[3] == "content":
             data = self.fake._files.get(parts[2])
             if data is None:
@@ -346,7 +390,8 @@ class _Handler(BaseHTTPRequestHandler):
         input_id = body["input_file_id"]
         if input_id not in self.fake._files:
             return self._error(404, "no such input file")
-        output_id, n = self.fake.run_batch(input_id)
+        authorization = self.headers.get("Authorization") or ""
+        output_id, error_id, n, expired = self.fake.run_batch_files(input_id, authorization)
         batch_id = "batch_" + uuid.uuid4().hex[:12]
         batch = {
             "id": batch_id,
@@ -354,11 +399,11 @@ class _Handler(BaseHTTPRequestHandler):
             "endpoint": body["endpoint"],
             "input_file_id": input_id,
             "completion_window": body["completion_window"],
-            "status": "completed",
+            "status": "expired" if expired else "completed",
             "output_file_id": output_id,
-            "error_file_id": None,
+            "error_file_id": error_id,
             "created_at": int(time.time()),
-            "request_counts": {"total": n, "completed": n, "failed": 0},
+            "request_counts": {"total": n + expired, "completed": n, "failed": expired},
         }
         self.fake._batches[batch_id] = batch
         shown = dict(batch)

@@ -10,6 +10,8 @@ Exit codes (also in README.md, "Exit codes of LLM jobs"):
 ====  =====================  ===========================================================
 code  class                  meaning
 ====  =====================  ===========================================================
+2     InputError             a file the configuration names is missing or unreadable
+                             (e.g. one of ``llm.batch_outputs``)
 3     EndpointRefused        401/403 (key), 404 (model or endpoint), a 400 no fallback
                              explains, or no API key: fix the configuration
 4     EndpointUnreachable    the circuit breaker tripped: consecutive connection
@@ -29,6 +31,10 @@ class JobStop(RuntimeError):
     """A planned stop: ``str(self)`` is the whole message (one line), ``exit_code`` the code."""
 
     exit_code = 1
+
+
+class InputError(JobStop):
+    exit_code = 2
 
 
 class EndpointRefused(JobStop):

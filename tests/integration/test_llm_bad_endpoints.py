@@ -35,15 +35,15 @@ def closed_port() -> int:
         return s.getsockname()[1]
 
 
-def quoting_key(status: int):
-    return [("status", status, f"bad key {SECRET} for this request")] * 5000
+def refusing(status: int):
+    return [("status", status)] * 5000
 
 
 CASES = {
     # name: (llm config overrides, server faults (None: a base_url nothing answers), answer, code)
-    "401 wrong key": ({}, quoting_key(401), None, 3),
-    "403 forbidden": ({}, quoting_key(403), None, 3),
-    "404 wrong model": ({"model": "no-such-model"}, quoting_key(404), None, 3),
+    "401 wrong key": ({}, refusing(401), None, 3),
+    "403 forbidden": ({}, refusing(403), None, 3),
+    "404 wrong model": ({"model": "no-such-model"}, refusing(404), None, 3),
     "connection refused": ({"base_url": "closed"}, None, None, 4),
     "DNS failure": ({"base_url": "http://vlcomp-no-such-host.invalid/v1"}, None, None, 4),
     "malformed bodies (all)": ({}, [("body", '{"id": "x", "choi')] * 5000, None, 7),
@@ -79,6 +79,7 @@ def run_case(root: Path, work: Path, base: dict, server, name: str) -> dict:
     server.faults.extend(faults or [])
     server.answer = answer or sugarcrepe_answer
     server.reset_records()
+    server.echo_key_in_errors = True  # every error message quotes the Authorization header
     reset(work / "results/cache/llm")  # each case starts with nothing spent
     started = time.monotonic()
     result = snakemake(work, GENERATED, config=path, timeout=600)

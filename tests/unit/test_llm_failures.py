@@ -228,3 +228,19 @@ def test_settings_of_the_new_keys():
     for bad in ({"min_yield": 1.5}, {"breaker_failures": 0}, {"batch_backend": "x"}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             LLMSettings.from_config(bad)
+
+
+def test_batch_lines_are_charged_to_the_same_ledger(server, api_key, tmp_path):
+    from vlcomp.llm import BatchRunner
+
+    cache = tmp_path / "cache"
+    sync = client(server, cache, max_concurrency=1, budget={"max_calls": 6})
+    sync.complete_many(requests_for(2))  # 2 sync calls in an earlier run
+    c = client(server, cache, budget={"max_calls": 6})
+    runner = BatchRunner(c, tmp_path / "batch", tmp_path / "state.json", poll_s=0.01)
+    runner.run(requests_for(10))
+    written = sum(len(p.read_text().splitlines()) for p in (tmp_path / "batch").glob("batch-*"))
+    assert written == 4 and c.budget_exhausted  # 6 - 2: the batch got what was left
+    totals = SpendLedger(cache).totals()
+    assert totals.calls == 6 and totals.prompt_tokens > 0  # usage charged on import
+    assert c.stats["batch_written"] == 4 and c.stats["batch_imported"] == 4

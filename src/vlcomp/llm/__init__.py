@@ -1,7 +1,14 @@
 """LLM client layer for any OpenAI-compatible endpoint: settings, cached and budgeted calls,
 structured output, dry-run estimates, and Batch API files (see client.py, cache.py, batch.py)."""
 
-from vlcomp.llm.batch import BatchPending, BatchRunner, import_batch_output, write_batch_files
+from vlcomp.llm.batch import (
+    BatchOutputError,
+    BatchPending,
+    BatchRunner,
+    ImportCounts,
+    import_batch_output,
+    write_batch_files,
+)
 from vlcomp.llm.cache import CacheEntry, ResponseCache
 from vlcomp.llm.client import (
     Budget,
@@ -19,12 +26,14 @@ from vlcomp.llm.client import (
 )
 
 __all__ = [
+    "BatchOutputError",
     "BatchPending",
     "BatchRunner",
     "Budget",
     "BudgetExhausted",
     "CacheEntry",
     "Estimate",
+    "ImportCounts",
     "LLMClient",
     "LLMSettings",
     "MissingAPIKey",

@@ -8,16 +8,28 @@ What it adds to ``openai.OpenAI`` (which it drives with ``max_retries=0``):
   returns equal ``Response`` objects (``Response.cached`` tells them apart but is not compared).
 - **Bounded concurrency.** ``complete_many`` runs at most ``max_concurrency`` calls at once
   (threads) and returns the responses in request order. Identical requests are sent once.
-- **Retries** with exponential backoff and jitter on 408/409/429/5xx, timeouts and dropped
-  connections (``max_retries`` more attempts), honouring ``Retry-After`` / ``retry-after-ms``.
-  Other HTTP errors fail at once with reason ``http_<status>``; a 401 stops further calls.
-- **Budget** (calls, tokens, USD from the price table), checked before each call. When it is
-  reached no new call starts; calls in flight finish and are cached. ``complete_many`` then
+- **Retries** with exponential backoff and jitter on 408/409/429/5xx, timeouts, dropped
+  connections and bodies that are not a chat completion (``max_retries`` more attempts),
+  honouring ``Retry-After`` / ``retry-after-ms``. Other 4xx fail the request (``http_<status>``).
+- **Refusals stop the job at once.** 401, 403, 404 (model or endpoint) and a 400/422 that no
+  structured-output fallback explains stop every call (no new call starts, backoff sleeps end)
+  and ``complete_many`` raises ``vlcomp.errors.EndpointRefused`` once the calls in flight are
+  done: one line naming base_url, model and status, the server's words redacted.
+- **A circuit breaker**: ``breaker_failures`` consecutive connection failures, timeouts or 5xx
+  (across threads; 429s do not count), or failures without a success for ``breaker_seconds``,
+  stop the calls the same way with ``EndpointUnreachable``.
+- **Malformed answers are transient**: an empty content, a non-JSON answer or one off its
+  schema is asked again up to ``malformed_retries`` times (counted by reason in
+  ``stats["malformed_retried"]``) and never cached. A missing ``usage`` is estimated
+  (characters / 4) and counted in ``stats["usage_estimated"]``.
+- **Budget** (calls, tokens, USD from the price table) over ALL runs through the cache folder:
+  every call is charged to the spend ledger (``ledger.py``) before it is sent, its usage when
+  it returns, so limits are totals across runs and across jobs running at once. When a limit
+  is reached no new call starts; calls in flight finish and are cached. ``complete_many`` then
   RETURNS normally: every request that was not answered gets ``error="budget_exhausted"``,
   ``client.budget_exhausted`` is True and every later ``complete_many`` of this client answers
-  only from the cache. The caller writes what was done (and may call
-  ``client.raise_if_budget_exhausted()`` afterwards to fail the job with ``BudgetExhausted``).
-  The budget limits what one client (one run) spends; cached answers cost nothing. Calls count
+  only from the cache; ``client.raise_if_budget_exhausted()`` raises ``BudgetExhausted`` with
+  what was spent and how to raise or reset the limit. Cached answers cost nothing. Calls count
   exactly; tokens and money can overshoot by what the calls in flight use.
 - **Structured output.** A request with a ``schema`` (strict: every object lists all its
   properties in ``required`` and sets ``additionalProperties: false``, checked when the Request
@@ -35,17 +47,24 @@ What it adds to ``openai.OpenAI`` (which it drives with ``max_retries=0``):
   settings ``complete_many`` does that and answers uncached requests with ``error="dry_run"``.
 - **Batch mode** (``mode: batch``): ``complete_many`` sends the uncached requests through the
   Batch API (``batch.py``) instead, waits for the jobs (or raises ``BatchPending``), imports
-  the output into the cache and answers from it.
+  the output into the cache and answers from it. With ``batch_backend: vllm`` nothing is sent:
+  the input JSONL is written and ``BatchPending`` gives the exact ``run_batch`` command; the
+  files named in ``batch_outputs`` (vLLM's or OpenAI's output format) are imported first.
+  Batch lines are charged to the ledger as calls when written, their usage when imported.
 
-The API key is read from the environment variable NAMED by ``api_key_env``, only when a call is
-needed (an all-cached rerun needs no key). It is never stored in settings, cache, batch or
-state files, logs or exception messages (messages quoting the server are redacted). Without
+The API key is read from the environment variable NAMED by ``api_key_env``; a call needs it
+(an all-cached rerun does not). It is registered with ``vlcomp.redact`` as soon as a client
+exists, so every log line, job log and exception text that quotes it (as some servers do in
+their errors) is redacted, in sync, batch and import modes alike; it is never stored in
+settings, cache, ledger, batch or state files. Without
 the variable, an OpenAI endpoint (``base_url: null``) is an error; a local server
 (``base_url`` set) gets the placeholder key ``EMPTY``.
 
-Error reasons in ``Response.error``: ``parse_error``, ``schema_error``, ``empty`` (no content),
-``budget_exhausted``, ``http_<status>``, ``timeout``, ``connection``, ``invalid_response``,
-``dry_run``, ``not_cached`` (``cache_only=True`` or a batch request that failed).
+Error reasons in ``Response.error``: ``parse_error``, ``schema_error``, ``empty`` (no content;
+these three after their retries), ``budget_exhausted``, ``http_<status>``, ``timeout``,
+``connection``, ``invalid_body`` / ``invalid_response`` (a 200 that is not a chat
+completion), ``stopped`` (the client was stopped), ``dry_run``, ``not_cached``
+(``cache_only=True`` or a batch request that failed).
 """
 
 from __future__ import annotations
@@ -844,6 +863,7 @@ class LLMClient:
                 "cache_hits": self._counts["cache_hits"],
                 "retries": self._counts["retries"],
                 "format_fallbacks": self._counts["format_fallbacks"],
+                "batch_written": self._counts["batch_written"],
                 "batch_imported": self._counts["batch_imported"],
                 "prompt_tokens": self._prompt_tokens,
                 "completion_tokens": self._completion_tokens,
@@ -1001,8 +1021,10 @@ class LLMClient:
             self._calls += 1
             return None
 
-    def _account(self, pt: int, ct: int, batch: bool = False, source: str = "sync") -> None:
-        price = self.settings.price
+    def _account(
+        self, pt: int, ct: int, batch: bool = False, source: str = "sync", priced: bool = True
+    ) -> None:
+        price = self.settings.price if priced else None
         cost = price.cost(pt, ct, batch=batch) if price is not None else 0.0
         self.ledger.record(
             {"prompt_tokens": pt, "completion_tokens": ct, "cost_usd": cost, "source": source}
@@ -1201,7 +1223,12 @@ class LLMClient:
 
     # used by batch.py
     def _account_batch(self, entries: Sequence[CacheEntry]) -> None:
+        """Charge imported batch answers' usage (their calls were charged when written); a
+        local vLLM run_batch costs no money."""
+        priced = self.settings.batch_backend != "vllm"
         for e in entries:
-            self._account(e.prompt_tokens, e.completion_tokens, batch=True, source="batch")
+            self._account(
+                e.prompt_tokens, e.completion_tokens, batch=True, source="batch", priced=priced
+            )
         with self._lock:
             self._counts["batch_imported"] += len(entries)
