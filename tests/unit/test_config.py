@@ -100,6 +100,18 @@ def test_validation_does_not_modify_its_input(default_config):
             "'pairs' has negatives template",
         ),
         (
+            lambda c: c["benchmarks"]["pairs"].update(max_items=5),
+            "config key 'benchmarks.pairs.max_items': only a pairs benchmark with negatives llm",
+        ),
+        (
+            lambda c: c["benchmarks"]["pairs"].update(max_items=0),
+            "benchmarks.pairs.max_items",
+        ),
+        (
+            lambda c: c.update(llm={"model": "m", "min_yield": 2}),
+            "llm.min_yield",
+        ),
+        (
             lambda c: c["negatives"].update(systematicity={"senses": "first"}),
             "config key 'negatives.systematicity.senses'",
         ),
@@ -117,10 +129,13 @@ def test_bad_config_names_the_key(default_config, mutate, expected):
 
 
 def test_families_are_accepted_where_they_apply(default_config):
-    default_config["benchmarks"]["pairs"].update(negatives="llm", families=["swap_att"])
+    default_config["benchmarks"]["pairs"].update(
+        negatives="llm", families=["swap_att"], max_items=3
+    )
     default_config["llm"] = {"model": "m", "base_url": "http://127.0.0.1:9/v1"}
     config = validate_config(default_config)
     assert config["benchmarks"]["pairs"]["families"] == ["swap_att"]
+    assert config["benchmarks"]["pairs"]["max_items"] == 3
 
 
 def test_senses_default_is_the_generators_and_fits_real_corpora(default_config):

@@ -25,7 +25,7 @@ import pytest
 
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA
-from vlcomp.errors import DryRun
+from vlcomp.errors import DryRun, LowYield
 from vlcomp.llm import BudgetExhausted
 from vlcomp.negatives.jobs import productivity_job
 from vlcomp.negatives.llm import prompts as pr
@@ -341,7 +341,9 @@ def llm_settings(server, **extra: Any) -> dict[str, Any]:
     }
 
 
-def run_pairs(tmp: Path, server, cache: str = "cache", **extra: Any) -> dict[str, Path]:
+def run_pairs(
+    tmp: Path, server, cache: str = "cache", job: dict | None = None, **extra: Any
+) -> dict[str, Path]:
     tmp.mkdir(parents=True, exist_ok=True)
     items = tmp / "items.parquet"
     if not items.exists():
@@ -359,6 +361,7 @@ def run_pairs(tmp: Path, server, cache: str = "cache", **extra: Any) -> dict[str
         str(out["rejections"]),
         str(out["stats"]),
         log=lambda _: None,
+        **(job or {}),
     )
     return out
 
@@ -760,6 +763,27 @@ def test_budget_exhaustion_writes_nothing_and_the_rerun_continues(tmp_path, serv
         digest([out["candidates"]])["candidates.parquet"]
         == (digest([full["candidates"]])["candidates.parquet"])
     )
+
+
+def test_max_items_sends_a_seeded_sample(tmp_path, server) -> None:
+    first = run_pairs(tmp_path / "a", server, job={"max_items": 2})
+    stats = json.loads(first["stats"].read_text())
+    assert stats["eval_items"] == 2 and stats["eval_items_available"] == len(CAPTIONS)
+    assert stats["attempted"] == 2 * len(FAMILY_TARGETS) and 0 < stats["yield"] <= 1
+    items = pl.read_parquet(first["candidates"])["item_id"].str.split("/").list.first()
+    assert items.n_unique() <= 2
+    second = run_pairs(tmp_path / "b", server, job={"max_items": 2})
+    assert first["candidates"].read_bytes() == second["candidates"].read_bytes()
+    assert stats["spend"]["spent"]["calls"] == stats["calls"] > 0
+
+
+def test_a_yield_below_min_yield_fails_with_the_rejections_and_writes_nothing(
+    tmp_path, server
+) -> None:
+    server.answer = with_faults(lambda body: '{"concepts": []}')  # nothing is ever located
+    with pytest.raises(LowYield, match=r"0 of \d+ kept .*min_yield=0.1.*top rejections"):
+        run_pairs(tmp_path, server)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "items.parquet"]
 
 
 def test_dry_run_sends_nothing_and_writes_nothing(tmp_path, server) -> None:

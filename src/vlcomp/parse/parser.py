@@ -15,6 +15,7 @@ from vlcomp.text.lemma import DEFAULT_SPACY_MODEL, load_lemmatizer
 from .backends import Backend, make_backend
 from .extract import ExtractOptions, SceneGraph, extract_graph
 from .predicates import PredicateMap, resolve_predicate_map
+from .tokens import Tokens
 
 # Bump when the extraction rules change what they produce for the same parse: the parse
 # rule has it as a param, so the corpora are parsed again.
@@ -53,9 +54,17 @@ class CaptionParser:
         if n_process > 1:
             yield from self._parse_in_processes(texts, batch_size, n_process)
             return
+        for _, graph in self.parse_with_tokens(texts, batch_size):
+            yield graph
+
+    def parse_with_tokens(
+        self, texts: Iterable[str | None], batch_size: int = 256
+    ) -> Iterator[tuple[Tokens, SceneGraph]]:
+        """(tokens, graph) of ``texts``, in order, in one process: for checks that read the
+        parse itself as well as the graph."""
         lemmatizer = self.backend.lemmatizer
         for tokens in self.backend.tokens(texts, batch_size=batch_size, n_process=1):
-            yield extract_graph(tokens, lemmatizer, self.options)
+            yield tokens, extract_graph(tokens, lemmatizer, self.options)
 
     def _parse_in_processes(
         self, texts: Iterable[str | None], batch_size: int, n_process: int
