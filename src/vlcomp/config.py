@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 from importlib.resources import files
@@ -70,10 +71,58 @@ def _canonical_order(instance: dict[str, Any], schema: dict[str, Any]) -> dict[s
     return {k: instance[k] for k in [*known, *sorted(set(instance) - set(known))]}
 
 
+def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    """``instance`` with strings read as the numbers, booleans or nulls the schema asks for.
+
+    ``snakemake --config key={a: 1}`` reads nested values with YAML's BaseLoader, which keeps
+    every scalar a string ("400000", "true"): a string the schema does not accept where it
+    accepts what the text says as YAML (or as a float: "1e-3") becomes that value. Anything
+    else is left for the validator to report."""
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        schema = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    if isinstance(instance, dict):
+        properties = schema.get("properties", {})
+        extra = schema.get("additionalProperties")
+        return {
+            key: coerce_to_schema(
+                value,
+                properties.get(key, extra if isinstance(extra, dict) else {}),
+                root,
+            )
+            for key, value in instance.items()
+        }
+    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
+        return [coerce_to_schema(value, schema["items"], root) for value in instance]
+    if not isinstance(instance, str) or not schema or _accepts(schema, root, instance):
+        return instance
+    for reading in _readings(instance):
+        if _accepts(schema, root, reading):
+            return reading
+    return instance
+
+
+def _readings(text: str) -> list[Any]:
+    readings = []
+    with contextlib.suppress(yaml.YAMLError):
+        readings.append(yaml.safe_load(text))
+    with contextlib.suppress(ValueError):
+        readings.append(float(text))
+    return [r for r in readings if not isinstance(r, str)]
+
+
+def _accepts(schema: dict[str, Any], root: dict[str, Any], value: Any) -> bool:
+    return jsonschema.Draft202012Validator({**schema, "$defs": root.get("$defs", {})}).is_valid(
+        value
+    )
+
+
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     """Return a validated copy with defaults filled and presets registered; raise
-    ConfigError naming every bad key."""
+    ConfigError naming every bad key. Strings where the schema wants numbers, booleans or
+    nulls (``--config`` overrides) are read as such first (``coerce_to_schema``)."""
     schema = load_schema()
+    config = coerce_to_schema(config, schema, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:

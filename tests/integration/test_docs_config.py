@@ -161,3 +161,18 @@ def test_the_docs_show_configs():
     assert any("eval_sets:" in text for text in texts), [p.id for p in DOC_BLOCKS]
     assert any(re.search(r"^llm:", text, re.M) for text in texts), [p.id for p in DOC_BLOCKS]
     assert len(PRESETS) >= 3
+
+
+def test_nested_config_overrides_work(tmp_path):
+    """Users tweak the default with ``--config`` (``--configfile`` replaces it): nested values
+    arrive as strings and are read as the schema's types."""
+    result = snakemake(
+        tmp_path,
+        "-n",
+        "--config",
+        "throughput={scale_captions: 400000}",
+        "evaluate={bootstrap_resamples: 50}",
+        config=REPO / "config" / "config.yaml",
+    )
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert "Job stats:" in result.stdout

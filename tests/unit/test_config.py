@@ -291,3 +291,31 @@ def test_clip_to_image_is_documented_with_its_default():
     default = "true" if RegionFilters().clip_to_image else "false"
     assert f"{default} (the default)" in doc
     assert "invalid_box" in doc and "clipped_boxes" in doc
+
+
+def test_config_overrides_are_read_as_the_schema_types(default_config):
+    """``snakemake --config`` reads nested values as strings (YAML's BaseLoader): they are
+    coerced to the schema's types before validation, through Snakemake's own parser."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    overrides = parse_config(
+        [
+            "throughput={scale_captions: 400000}",
+            "evaluate={bootstrap_resamples: 50}",
+            "parse={numerals: true}",
+            "priors={bins: 4}",
+        ]
+    )
+    assert overrides["throughput"] == {"scale_captions": "400000"}  # what Snakemake gives
+    update_config(default_config, overrides)
+    config = validate_config(default_config)
+    assert config["throughput"]["scale_captions"] == 400000
+    assert config["evaluate"]["bootstrap_resamples"] == 50
+    assert config["parse"]["numerals"] is True
+    assert config["priors"]["bins"] == 4
+    default_config["priors"]["bins"] = "auto"
+    assert validate_config(default_config)["priors"]["bins"] == "auto"  # a string it accepts
+    default_config["throughput"]["scale_captions"] = "many"
+    with pytest.raises(ConfigError, match="throughput.scale_captions"):
+        validate_config(default_config)
