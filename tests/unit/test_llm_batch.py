@@ -25,49 +25,19 @@ import pytest
 
 from tests.conftest import REPO
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
+from tests.unit.test_llm_client import answer, requests_for
 from vlcomp.errors import BatchPending, EndpointRefused, EndpointUnreachable
 from vlcomp.joblog import job_log
-from vlcomp.llm import BatchOutputError, LLMClient, LLMSettings, Request, ResponseCache
+from vlcomp.llm import BatchOutputError, LLMClient, LLMSettings, ResponseCache
 from vlcomp.llm.batch import VLLM_RUN_BATCH, import_batch_output
 
 FIXTURES = REPO / "tests" / "fixtures" / "llm_batch"
 KEY_ENV = "VLCOMP_TEST_BATCH_KEY"
 MODEL = "test-model"
-SCHEMA = {
-    "title": "negative",
-    "type": "object",
-    "properties": {
-        "negative": {"type": "string"},
-        "changed": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": ["negative", "changed"],
-    "additionalProperties": False,
-}
-
-
-def answer(body: dict) -> str:
-    caption = body["messages"][-1]["content"]
-    return json.dumps({"negative": caption.replace("red", "blue", 1), "changed": ["red"]})
 
 
 def expected(i: int) -> str:
     return f"a blue car number {i} next to a tree"
-
-
-def requests_for(n: int) -> list[Request]:
-    return [
-        Request(
-            messages=(
-                {"role": "system", "content": "Replace one attribute. Answer in JSON."},
-                {"role": "user", "content": f"a red car number {i} next to a tree"},
-            ),
-            temperature=0.0,
-            seed=i,
-            schema=SCHEMA,
-            max_tokens=64,
-        )
-        for i in range(n)
-    ]
 
 
 def settings(base_url: str | None, **over) -> LLMSettings:
