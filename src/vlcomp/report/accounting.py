@@ -176,3 +176,127 @@ def eval_set_markdown(benchmarks: Mapping[str, Mapping[str, Any]]) -> list[str]:
             )
             lines.append("; ".join([head, *notes]) + ".")
     return ["### Evaluation sets", "", *lines, ""] if lines else []
+
+
+# ------------------------------------------------------------------ legend and provenance
+
+# What the evaluation's ``split_columns`` metadata names, in the summary's words.
+SPLIT_RULES = {
+    "crepe_split": "CREPE SC / UC / UA",
+    "split_loose": "BindSplit LOOSE",
+    "split_strict": "BindSplit STRICT",
+}
+# Run settings every evaluation writes into its tables' metadata, in the order said.
+RUN_SETTINGS = ("precision", "device", "tie_policy", "ci", "bootstrap_resamples", "bootstrap_seed")
+
+
+def legend_markdown() -> list[str]:
+    """How to read the summary's tables: their columns and split labels."""
+    return [
+        "## How to read this summary",
+        "",
+        "- **value**: R@1 of a candidate set (the positive ranked strictly above every "
+        "negative; for pairs the same, called accuracy), or retrieval Recall@K. A tie counts "
+        "as wrong everywhere.",
+        "- **type**: the negative type (family). **all** is the micro average: every item of "
+        "every type counts once (`<metric>_micro`). The macro average, the mean of the "
+        "per-type values with each type weighted equally (`<metric>_macro`), is in each "
+        "benchmark's CSV and Parquet table, not here. Retrieval: i2t (image to text) and t2i "
+        "(text to image).",
+        "- **95% CI**: percentile bootstrap over the row's items (resamples and seed in each "
+        "benchmark's provenance line). **n**: the items the value is computed over, after "
+        "those excluded for an unusable image. **chance**: the expectation of a random "
+        "ranking of the same candidates.",
+        "- **part**: the training corpus a systematicity benchmark's items and splits were "
+        "built against; every model is scored on every part, and a model's own corpus's part "
+        "is the one that says what it saw in training.",
+        "- **split** `all`: every item. An atom, compound or binding is *seen* when the "
+        "training corpus holds it in at least min_count captions (the splits' setting).",
+        "  - **SC / UC / UA** (CREPE systematicity, against the corpus in `part`): SC, every "
+        "atom and every compound of the item is seen; UC, every atom is seen and some "
+        "compound is not; UA, some atom (object, attribute or relation) is unseen.",
+        "  - **seen / mixed / unseen** (BindSplit): every, some or none of the item's "
+        "attribute-object bindings (its positive and its swapped negatives together) is seen. "
+        "**LOOSE** counts a binding seen when the corpus has it as a perfect binding (exactly "
+        "this attribute on this object) or only inside a longer attributive phrase "
+        "(close-only); **STRICT** counts only perfect bindings. Pairs benchmarks are split "
+        "against the evaluated model's own training corpus.",
+        "  - **no_binding** (no attribute-object binding), **no_compound** (no compound), "
+        "**no_split** / **not_in_splits** (the splits table gives the item no split, or lacks "
+        "it): items without a split. They keep their own rows here; the CREPE and BindSplit "
+        "figures count them under the figure instead of drawing a bar, the pairs figures draw "
+        "them as a grey bar.",
+        "",
+    ]
+
+
+def _settings(paths: Sequence[str]) -> tuple[dict[str, str], dict[str, str]]:
+    """Per model its fingerprint, and the run settings (distinct values joined by " / "),
+    from the metadata of the models' evaluation tables."""
+    fingerprints: dict[str, str] = {}
+    values: dict[str, list[str]] = {key: [] for key in (*RUN_SETTINGS, "split_columns")}
+    for path in paths:
+        meta = read_parquet_metadata(path)
+        if "model" in meta:
+            fingerprints[meta["model"]] = meta.get("fingerprint", "")
+        for key, seen in values.items():
+            # split_columns names one column per part, comma-separated
+            found = meta.get(key, "")
+            for value in found.split(",") if key == "split_columns" else [found]:
+                if value and value not in seen:
+                    seen.append(value)
+    return fingerprints, {key: " / ".join(seen) for key, seen in values.items() if seen}
+
+
+def provenance_line(
+    table: str | Path, frame: pl.DataFrame, entry: Mapping[str, Any] | None, view: str = ""
+) -> str:
+    """One line on where a metric table's numbers come from: its eval set, what its splits
+    were computed against (and by which rule), the models with their training corpus and
+    fingerprint, the run settings and the library versions.
+
+    ``entry``: the benchmark's entry of ``metrics_markdown``'s ``benchmarks`` (keys used
+    here: ``eval_set``, ``models`` (model -> training corpus or None), ``excluded`` or, for
+    the ``view`` "bindsplit", ``bindsplit_excluded``: the models' evaluation tables, whose
+    metadata holds the settings)."""
+    entry = entry or {}
+    paths = entry.get("bindsplit_excluded" if view == "bindsplit" else "excluded", [])
+    fingerprints, settings = _settings(list(paths))
+    said = []
+    if entry.get("eval_set"):
+        said.append(f"eval set `{entry['eval_set']}`")
+    splits = set(frame["split"].drop_nulls().to_list()) - {"all"}
+    parts = sorted(set(frame["part"].drop_nulls().to_list())) if "part" in frame.columns else []
+    if splits:
+        rules = [SPLIT_RULES.get(c, c) for c in settings.get("split_columns", "").split(" / ")]
+        rule = f" ({', '.join(r for r in rules if r)})" if any(rules) else ""
+        against = (
+            f"the training corpora {', '.join(parts)} (column part)"
+            if parts
+            else "each model's own training corpus"
+        )
+        said.append(f"splits{rule} against {against}")
+    models = dict(entry.get("models") or {})
+    if not models:
+        models = {m: None for m in sorted(set(frame["model"].to_list()) - {"chance"})}
+    described = []
+    for model, corpus in models.items():
+        notes = [f"trained on {corpus}" if corpus else "", fingerprints.get(model, "")]
+        notes = [n for n in notes if n]
+        described.append(f"{model} ({'; '.join(notes)})" if notes else model)
+    said.append("models " + ", ".join(described))
+    if "precision" in settings:
+        said.append(
+            settings["precision"] + (f" on {settings['device']}" if "device" in settings else "")
+        )
+    if "tie_policy" in settings:
+        said.append(f"ties: {settings['tie_policy']}")
+    if "ci" in settings:
+        forms = (("bootstrap_resamples", "{} resamples"), ("bootstrap_seed", "seed {}"))
+        resampling = [form.format(settings[k]) for k, form in forms if k in settings]
+        said.append(f"CI: {settings['ci']}" + (f" ({', '.join(resampling)})" if resampling else ""))
+    versions = read_parquet_metadata(table)
+    if versions:
+        ordered = sorted(versions, key=lambda k: (k != "vlcomp", k))
+        said.append("versions " + ", ".join(f"{k} {versions[k]}" for k in ordered))
+    return "Provenance: " + "; ".join(said) + "."

@@ -5,7 +5,9 @@ extra columns such as ``training_corpus`` of the held-in / held-out tables are a
 - ``plot_pair_accuracy``: accuracy per negative type (``family``) per model, one bar per
   split when there are several, bootstrap CIs as error bars, chance as black ticks;
 - ``plot_retrieval``: image->text and text->image Recall@K per model and split.
-Each title names the benchmark(s), model(s) and split(s) shown.
+Each title names the benchmark(s), model(s) and split(s) shown; panels, labels and legends
+follow ``vlcomp.report.plots``' conventions (value and n on every bar, "no items" apart
+from zero).
 """
 
 from __future__ import annotations
@@ -17,13 +19,28 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from vlcomp.io import write_with  # noqa: E402
+from vlcomp.report.plots import (  # noqa: E402
+    DPI,
+    MAX_COLUMNS,
+    MAX_WIDTH_IN,
+    bar_legend,
+    chance_tick,
+    fit_value_labels,
+    fraction_axis,
+    panel_grid,
+    suptitle,
+    value_bar,
+)
 
 CHANCE = "chance"
-SPLIT_ORDER = ["all", "held_in", "held_out", "SC", "UC", "UA", "seen", "mixed", "unseen"]
+SPLIT_ORDER = [
+    "all", "held_in", "held_out", "SC", "UC", "UA", "seen", "mixed", "unseen",
+    "text_score", "image_score", "group_score", "itt_accuracy", "tot_accuracy",
+]  # fmt: skip
 SPLIT_COLOURS = {
     "all": "#7570b3", "held_in": "#1b9e77", "held_out": "#d95f02",
     "SC": "#1b9e77", "UC": "#d95f02", "UA": "#e7298a",
@@ -37,7 +54,7 @@ SPLIT_COLOURS = {
 def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
     # Fixed metadata so that the same table gives the same bytes.
     write_with(
-        png, lambda tmp: fig.savefig(tmp, format="png", dpi=150, metadata={"Software": None})
+        png, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
     )
     write_with(
         pdf,
@@ -93,41 +110,63 @@ def _bars(
     xs_names: Sequence[str],
     x_column: str,
     splits: Sequence[str],
-) -> None:
-    """One bar per (x, split) with its CI and the chance value as a black tick."""
+) -> set[str]:
+    """One bar per (x, split) with its CI, value and n, and the chance value as a black
+    tick; a (x, split) without a row is drawn as "no items". Returns what was drawn
+    (``plots.value_bar``'s kinds)."""
     model, part, corpus = panel
     rows, chance = _cells(table, model, part, corpus), _cells(table, CHANCE, part, corpus)
     width = 0.8 / max(1, len(splits))
-    labelled: set[str] = set()
+    drawn: set[str] = set()
     for s_index, split in enumerate(splits):
         for x_index, name in enumerate(xs_names):
             x = x_index + (s_index - (len(splits) - 1) / 2) * width
             where = (pl.col("split") == split) & (pl.col(x_column) == name)
             cell, base = rows.filter(where), chance.filter(where)
             if cell.height:
-                value = cell["value"][0]
-                low, high = cell["ci_low"][0], cell["ci_high"][0]
-                error = None
-                if low is not None and high is not None:
-                    error = np.array([[max(0.0, value - low)], [max(0.0, high - value)]])
-                ax.bar(x, value, width, yerr=error, capsize=2, ecolor="#333333",
-                       color=SPLIT_COLOURS.get(split, "#999999"),
-                       label=None if split in labelled else split)  # fmt: skip
-                labelled.add(split)
-                ax.text(x, (high if high is not None else value) + 0.01,
-                        f"{value:.2f}\nn={cell['n'][0]}", ha="center", va="bottom",
-                        fontsize=5)  # fmt: skip
+                r = cell.row(0, named=True)
+                drawn.add(value_bar(ax, x, width, r["value"], r["n"],
+                                    SPLIT_COLOURS.get(split, "#999999"), r["ci_low"],
+                                    r["ci_high"]))  # fmt: skip
+            else:
+                drawn.add(value_bar(ax, x, width, None, None, "#999999"))
             if base.height:
-                ax.plot([x - width / 2, x + width / 2], [base["value"][0]] * 2,
-                        color="black", linewidth=1.2)  # fmt: skip
-    ax.set_xticks(range(len(xs_names)), xs_names, rotation=25, fontsize=8)
-    ax.set_ylim(0, 1.2)
+                chance_tick(ax, x, width, base["value"][0])
+    ax.set_xticks(range(len(xs_names)), xs_names, rotation=25, fontsize=8, ha="right")
+    fraction_axis(ax)
     ax.set_title(_panel_title(*panel), fontsize=9)
-    ax.grid(axis="y", alpha=0.3)
+    return drawn
 
 
-def _size(panels: int, xs: int, splits: int) -> tuple[float, float]:
-    return 0.8 + panels * max(2.6, 0.6 + 0.28 * xs * splits + 0.3 * xs), 4.0
+def _panel_width(xs: int, splits: int) -> float:
+    """Room for a vertical value label on every bar (about 0.2 inch each)."""
+    return max(3.0, 0.9 + 0.22 * xs * splits + 0.2 * xs)
+
+
+def _bar_figure(
+    table: pl.DataFrame,
+    xs_names: Sequence[str],
+    x_column: str,
+    ylabel: str,
+    what: str,
+    legend_title: str = "split",
+) -> plt.Figure:
+    """One panel per model (and part) in a grid, bars per x and split (``_bars``)."""
+    splits = _ordered_splits(table)
+    panels = _panels(table)
+    fig, axes = panel_grid(len(panels), _panel_width(len(xs_names), len(splits)), 3.2)
+    drawn: set[str] = set()
+    for ax, panel in zip(axes, panels, strict=True):
+        drawn |= _bars(ax, table, panel, xs_names, x_column, splits)
+    for ax in axes:
+        if ax.get_subplotspec().is_first_col():
+            fraction_axis(ax, ylabel)
+    bar_legend(fig, {s: SPLIT_COLOURS.get(s, "#999999") for s in splits}, legend_title,
+               chance=table.filter(pl.col("model") == CHANCE).height > 0,
+               missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
+    suptitle(fig, _title(table, what, splits))
+    fit_value_labels(fig)
+    return fig
 
 
 def _read(metrics: str | Path, keep: pl.Expr, what: str) -> pl.DataFrame:
@@ -140,25 +179,15 @@ def _read(metrics: str | Path, keep: pl.Expr, what: str) -> pl.DataFrame:
     return table
 
 
-def pair_accuracy_figure(table: pl.DataFrame, metric: str = "accuracy") -> plt.Figure:
+def pair_accuracy_figure(
+    table: pl.DataFrame, metric: str = "accuracy", legend_title: str = "split"
+) -> plt.Figure:
     """The figure of ``plot_pair_accuracy`` from its (filtered) table."""
     families = sorted(set(table["family"].to_list()))
-    splits = _ordered_splits(table)
-    panels = _panels(table)
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=_size(len(panels), len(families), len(splits)), squeeze=False,
-        sharey=True,
+    return _bar_figure(
+        table, families, "family", f"{metric} (tie counts as wrong)",
+        f"{metric} per negative type (95% bootstrap CI)", legend_title,
     )  # fmt: skip
-    for ax, panel in zip(axes[0], panels, strict=True):
-        _bars(ax, table, panel, families, "family", splits)
-    axes[0][0].set_ylabel(f"{metric} (tie counts as wrong)")
-    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7,
-                       loc="upper right", ncols=len(splits))  # fmt: skip
-    fig.suptitle(
-        _title(table, f"{metric} per negative type (95% bootstrap CI)", splits), fontsize=10
-    )
-    fig.tight_layout()
-    return fig
 
 
 def plot_pair_accuracy(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
@@ -179,7 +208,7 @@ def plot_scores(
     text / image / group scores, or SugarCrepe++'s ITT / TOT accuracies."""
     table = _read(metrics, (pl.col("split") == "all") & pl.col("metric").is_in(names), names[0])
     table = table.with_columns(split=pl.col("metric"))
-    fig = pair_accuracy_figure(table, " / ".join(names))
+    fig = pair_accuracy_figure(table, " / ".join(names), legend_title="score")
     save_figure(fig, png, pdf)
 
 
@@ -189,20 +218,9 @@ def retrieval_figure(table: pl.DataFrame) -> plt.Figure:
         set(table["metric"].to_list()),
         key=lambda m: (m.split("_R@")[0], int(m.split("_R@")[1])),
     )
-    splits = _ordered_splits(table)
-    panels = _panels(table)
-    fig, axes = plt.subplots(
-        1, len(panels), figsize=_size(len(panels), len(names), len(splits)), squeeze=False,
-        sharey=True,
-    )  # fmt: skip
-    for ax, panel in zip(axes[0], panels, strict=True):
-        _bars(ax, table, panel, names, "metric", splits)
-    axes[0][0].set_ylabel("recall (tie counts as wrong)")
-    axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7,
-                       loc="upper left", ncols=len(splits))  # fmt: skip
-    fig.suptitle(_title(table, "image-text retrieval Recall@K", splits), fontsize=10)
-    fig.tight_layout()
-    return fig
+    return _bar_figure(
+        table, names, "metric", "recall (tie counts as wrong)", "image-text retrieval Recall@K"
+    )
 
 
 def plot_retrieval(metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
@@ -220,11 +238,15 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
     bootstrap interval; filled markers are significant after Benjamini-Hochberg."""
     rows = table.filter(pl.col("family") == "all")
     panels = rows.select("table", "corpus").unique().sort("table", "corpus").rows()
-    n_cols = len({corpus for _, corpus in panels}) or 1
+    # A row per metric table, a column per corpus (wrapped past MAX_COLUMNS); each legend
+    # sits right of its panel, so the panel is wider than its axes.
+    n_cols = min(MAX_COLUMNS, len({corpus for _, corpus in panels}) or 1)
     n_rows = max(1, -(-len(panels) // n_cols))
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(4.6 * n_cols, 2.9 * n_rows), squeeze=False)
+    panel_width = min(6.4, MAX_WIDTH_IN / n_cols)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(panel_width * n_cols, 2.9 * n_rows + 0.8),
+                             squeeze=False, layout="constrained")  # fmt: skip
     for ax in axes.flat[len(panels) :]:
-        ax.axis("off")
+        ax.set_visible(False)
     for ax, (label, corpus) in zip(axes.flat, panels, strict=False):
         cell = rows.filter((pl.col("table") == label) & (pl.col("corpus") == corpus))
         splits = _ordered_splits(cell)
@@ -245,7 +267,7 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
                     [xpos], [r["delta"]],
                     yerr=[[r["delta"] - r["delta_low"]], [r["delta_high"] - r["delta"]]],
                     fmt="o", color=colour, markerfacecolor=colour if r["significant"] else "white",
-                    capsize=3, label=f"{own} − {other}" if x == 0 else None,
+                    capsize=3,
                 )  # fmt: skip
                 if len(sizes[split]) > 1:
                     ax.annotate(
@@ -259,14 +281,18 @@ def crossover_figure(table: pl.DataFrame) -> plt.Figure:
         ax.set_xlim(-0.6, len(splits) - 0.4)
         ax.set_ylabel("accuracy own − other")
         ax.set_title(f"{label}: splits of {corpus}", fontsize=9)
-        ax.legend(fontsize=6, loc="lower left")
-    fig.suptitle(
+        # Filled handles whatever the first point's significance: colour names the pair.
+        handles = [Line2D([], [], marker="o", ls="none", color=f"C{k}", label=f"{own} − {other}")
+                   for k, (own, other) in enumerate(pairs)]  # fmt: skip
+        ax.legend(handles=handles, fontsize=6, loc="center left", bbox_to_anchor=(1.01, 0.5),
+                  frameon=False, title="own − other", title_fontsize=6)  # fmt: skip
+    suptitle(
+        fig,
         "Crossover: the model trained on a corpus vs a model trained on another, on the "
         "corpus's own splits\n(filled: McNemar mid-p significant after BH; bars: paired "
         "bootstrap interval)",
         fontsize=9,
     )
-    fig.tight_layout()
     return fig
 
 

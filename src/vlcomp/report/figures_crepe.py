@@ -9,14 +9,14 @@
   (seen / mixed / unseen), one panel per benchmark.
 
 Items without a split (no binding, no compound, not in the splits table) are counted under
-the figure; a panel with no split at all says why on its axes.
+the figure; a panel with no split at all says why on its axes. Grids, value and n labels,
+"no items" cells and legends follow ``vlcomp.report.plots``.
 
 Each writes PNG and PDF deterministically (``vlcomp.report.figures.save_figure``).
 """
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 
 from vlcomp.evaluate.metrics import NO_SPLIT, NOT_IN_SPLITS  # noqa: E402
@@ -34,8 +33,22 @@ from vlcomp.report.accounting import (  # noqa: E402
     benchmark_items,
     eval_set_markdown,
     items_markdown,
+    legend_markdown,
+    provenance_line,
 )
 from vlcomp.report.figures import save_figure  # noqa: E402
+from vlcomp.report.plots import (  # noqa: E402
+    NO_ITEMS,
+    bar_legend,
+    chance_tick,
+    fit_value_labels,
+    footnote,
+    fraction_axis,
+    panel_grid,
+    say_why,
+    suptitle,
+    value_bar,
+)
 from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND  # noqa: E402
 
 CHANCE = "chance"
@@ -69,14 +82,27 @@ def _present(table: pl.DataFrame, wanted: Sequence[str] | None, default: Sequenc
     return known or sorted(present - {ALL, *UNSPLIT})
 
 
+def _canonical(table: pl.DataFrame, wanted: Sequence[str] | None, canonical: Sequence[str]) -> list:
+    """The splits to draw: ``wanted``, or every canonical split once the table has one of
+    them (an absent one is drawn as "no items", not left out), else what is present."""
+    present = _present(table, wanted, canonical)
+    if wanted is None and set(present) & set(canonical):
+        return list(canonical)
+    return present
+
+
 def unsplit_counts(table: pl.DataFrame, benchmark: str | None = None) -> dict[str, int]:
     """Items (the largest ``n`` over models and rows) per split of ``UNSPLIT`` present in a
-    metric table, for ``benchmark`` or all."""
+    metric table, for ``benchmark`` or all. A table without type "all" rows (e.g. R@1 per
+    negative type alone) counts the sum over types: every item has one type."""
     rows = table.filter(pl.col("split").is_in(list(UNSPLIT)) & (pl.col("model") != CHANCE))
     if benchmark is not None:
         rows = rows.filter(pl.col("benchmark") == benchmark)
     if "family" in rows.columns:
-        rows = rows.filter(pl.col("family") == ALL)
+        if rows["family"].eq(ALL).any():
+            rows = rows.filter(pl.col("family") == ALL)
+        else:
+            rows = rows.group_by("model", "benchmark", "split").agg(pl.col("n").sum())
     sizes = rows.group_by("split").agg(pl.col("n").max()).sort("split")
     return {split: int(n) for split, n in sizes.iter_rows()}
 
@@ -87,28 +113,15 @@ def unsplit_text(counts: dict[str, int]) -> str:
 
 
 def _footnote(fig: plt.Figure, table: pl.DataFrame) -> None:
-    """Under the figure: the items no bar shows because they have no split."""
-    text = unsplit_text(unsplit_counts(table))
-    if text:
-        fig.text(0.5, 0.005, textwrap.fill(f"Not shown: {text}.", 140), ha="center",
-                 va="bottom", fontsize=6)  # fmt: skip
-
-
-def _say_why(ax: plt.Axes, text: str) -> None:
-    """Why a panel shows nothing, written on it."""
-    ax.text(0.5, 0.5, textwrap.fill(text, 40), transform=ax.transAxes, ha="center",
-            va="center", fontsize=7,
-            bbox={"facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})  # fmt: skip
-
-
-def _errors(cells: pl.DataFrame) -> np.ndarray | None:
-    """(2, n) error-bar lengths from ci_low/ci_high; None when the table has no CIs."""
-    if cells["ci_low"].null_count() == cells.height:
-        return None
-    value = cells["value"].to_numpy()
-    low = cells["ci_low"].fill_null(cells["value"]).to_numpy()
-    high = cells["ci_high"].fill_null(cells["value"]).to_numpy()
-    return np.vstack([np.clip(value - low, 0, None), np.clip(high - value, 0, None)])
+    """Under the figure: the items no bar shows because they have no split, per benchmark
+    (or part) when the figure shows several."""
+    benchmarks = sorted(set(table["benchmark"].to_list()))
+    said = [(b, unsplit_text(unsplit_counts(table, b))) for b in benchmarks]
+    said = [(b, text) for b, text in said if text]
+    if len(benchmarks) > 1:
+        said = [("", f"{b}: {text}") for b, text in said]
+    if said:
+        footnote(fig, f"Not shown: {'; '.join(text for _, text in said)}.")
 
 
 def _read(metrics: str | Path, metric: str) -> pl.DataFrame:
@@ -126,6 +139,53 @@ def _read(metrics: str | Path, metric: str) -> pl.DataFrame:
     return table
 
 
+def _cell(rows: pl.DataFrame) -> tuple[float | None, int | None, float | None, float | None]:
+    """(value, n, ci_low, ci_high) of a one-row selection, all None when it has no row."""
+    if rows.height == 0:
+        return None, None, None, None
+    r = rows.row(0, named=True)
+    return r["value"], r["n"], r["ci_low"], r["ci_high"]
+
+
+def _split_bars(
+    ax: plt.Axes,
+    rows: pl.DataFrame,
+    chance: pl.DataFrame,
+    xs: Sequence[str],
+    x_column: str,
+    splits: Sequence[str],
+) -> set[str]:
+    """A bar per (x, split) of ``rows`` (one model, one benchmark), "no items" where the
+    table has no row, and chance ticks; returns the kinds drawn (``plots.value_bar``)."""
+    width = 0.8 / max(1, len(splits))
+    drawn: set[str] = set()
+    for s_index, split in enumerate(splits):
+        offset = (s_index - (len(splits) - 1) / 2) * width
+        for x_index, name in enumerate(xs):
+            where = (pl.col("split") == split) & (pl.col(x_column) == name)
+            colour = SPLIT_COLOURS.get(split, "#999999")
+            value, n, low, high = _cell(rows.filter(where))
+            drawn.add(value_bar(ax, x_index + offset, width, value, n, colour, low, high))
+            base = chance.filter(where)
+            if base.height:
+                chance_tick(ax, x_index + offset, width, base["value"][0])
+    return drawn
+
+
+def _empty_reason(
+    table: pl.DataFrame, benchmark: str, splits: Sequence[str], what: str, model: str | None
+) -> str:
+    """Why a panel of ``benchmark`` (and ``model``) has no bar."""
+    scored = table.filter(
+        (pl.col("benchmark") == benchmark) & (pl.col("model") != CHANCE)
+        & pl.col("split").is_in(list(splits))
+    )  # fmt: skip
+    if model is not None and scored.height:
+        return f"{model} has no row on {benchmark} in the splits shown"
+    why = unsplit_text(unsplit_counts(table, benchmark)) or "the table has no split rows"
+    return f"no item of {benchmark} has a {what}: {why}"
+
+
 def plot_splits_by_type(
     metrics: str | Path,
     png: str | Path,
@@ -133,62 +193,49 @@ def plot_splits_by_type(
     metric: str = "R@1",
     splits: Sequence[str] | None = None,
 ) -> None:
-    """Bars of ``metric`` per negative type (x) and split, per model (columns) and benchmark
-    (rows); rows with a complexity are left out (every complexity pooled)."""
+    """Bars of ``metric`` per negative type (x) and split, one panel per (benchmark, model)
+    in a grid; rows with a complexity are left out (every complexity pooled)."""
     table = _read(metrics, metric).filter(
         pl.col("complexity").is_null() & (pl.col("family") != ALL)
     )
-    splits = _present(table, splits, CREPE_SPLITS)
+    splits = _canonical(table, splits, CREPE_SPLITS)
     models, benchmarks = _models(table), sorted(set(table["benchmark"].to_list()))
     families = sorted(set(table["family"].to_list()))
-    fig, axes = plt.subplots(
-        len(benchmarks), len(models), squeeze=False, sharey=True,
-        figsize=(1.0 + (0.5 + 0.9 * len(families)) * len(models), 0.6 + 3.0 * len(benchmarks)),
-    )  # fmt: skip
-    width = 0.8 / max(1, len(splits))
-    for r, benchmark in enumerate(benchmarks):
-        for c, model in enumerate(models):
-            ax = axes[r][c]
-            if not splits:
-                why = unsplit_text(unsplit_counts(table, benchmark)) or "no split rows"
-                _say_why(ax, f"no item of {benchmark} has a CREPE split (SC / UC / UA): {why}")
-            for s_index, split in enumerate(splits):
-                offset = (s_index - (len(splits) - 1) / 2) * width
-                for who in (model, CHANCE):
-                    cells = table.filter(
-                        (pl.col("benchmark") == benchmark) & (pl.col("model") == who)
-                        & (pl.col("split") == split)
-                    )  # fmt: skip
-                    xs = np.array([families.index(f) for f in cells["family"]]) + offset
-                    if who == CHANCE:
-                        for x, y in zip(xs, cells["value"], strict=True):
-                            ax.plot([x - width / 2, x + width / 2], [y, y], color="black", lw=1.0)
-                        continue
-                    ax.bar(
-                        xs, cells["value"].to_numpy(), width, yerr=_errors(cells), capsize=2,
-                        color=SPLIT_COLOURS.get(split, "#999999"), label=split,
-                        error_kw={"lw": 0.8},
-                    )  # fmt: skip
-            ax.set_xticks(range(len(families)), families, rotation=30, fontsize=7, ha="right")
-            ax.set_ylim(0, 1.05)
-            ax.grid(axis="y", alpha=0.3)
-            ax.set_title(model if len(benchmarks) == 1 else f"{model} / {benchmark}", fontsize=9)
-        axes[r][0].set_ylabel(f"{metric} (tie = wrong)")
-    handles, labels = axes[0][0].get_legend_handles_labels()
-    unique = dict(zip(labels, handles, strict=True))
-    if unique:
-        axes[0][-1].legend(
-            unique.values(), unique.keys(), fontsize=7, title="split (black: chance)",
-            title_fontsize=7, loc="upper right",
-        )  # fmt: skip
-    fig.suptitle(
-        f"{', '.join(benchmarks)}: {metric} per negative type and split (95% bootstrap CI)",
-        fontsize=10,
+    panels = [(b, m) for b in benchmarks for m in models]
+    fig, axes = panel_grid(
+        len(panels), max(3.0, 0.9 + (0.22 * max(1, len(splits)) + 0.2) * len(families)), 3.2
     )
-    fig.tight_layout(rect=(0, 0.03, 1, 1))
-    if splits:
+    drawn: set[str] = set()
+    for ax, (benchmark, model) in zip(axes, panels, strict=True):
+        in_benchmark = table.filter(pl.col("benchmark") == benchmark)
+        rows = in_benchmark.filter((pl.col("model") == model) & pl.col("split").is_in(splits))
+        if rows.height == 0:
+            what = "CREPE split (SC / UC / UA)"
+            say_why(ax, _empty_reason(table, benchmark, splits, what, model))
+        else:
+            chance = in_benchmark.filter(pl.col("model") == CHANCE)
+            drawn |= _split_bars(ax, rows, chance, families, "family", splits)
+        ax.set_xticks(range(len(families)), families, rotation=30, fontsize=7, ha="right")
+        fraction_axis(
+            ax, f"{metric} (tie = wrong)" if ax.get_subplotspec().is_first_col() else None
+        )
+        ax.set_title(model if len(benchmarks) == 1 else f"{model} / {benchmark}", fontsize=9)
+    if drawn:
+        bar_legend(fig, {s: SPLIT_COLOURS.get(s, "#999999") for s in splits},
+                   chance=table.filter(pl.col("model") == CHANCE).height > 0,
+                   missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
         _footnote(fig, table)
+    suptitle(
+        fig, f"{', '.join(benchmarks)}: {metric} per negative type and split (95% bootstrap CI)"
+    )
+    fit_value_labels(fig)
     save_figure(fig, png, pdf)
+
+
+def _sizes_text(sizes: Sequence[int]) -> str:
+    """n of a point: one number when every model saw the same items, else the range."""
+    low, high = min(sizes), max(sizes)
+    return f"n={low}" if low == high else f"n={low}-{high}"
 
 
 def plot_complexity(
@@ -199,7 +246,8 @@ def plot_complexity(
     split: str = ALL,
 ) -> None:
     """``metric`` against complexity n, one panel per negative type (CREPE Fig. 5), a line
-    and CI band per model, chance dashed."""
+    and CI band per model, chance dashed. Each complexity's n is under its tick; a
+    complexity without items of the type says "no items" there."""
     table = _read(metrics, metric).filter(
         pl.col("complexity").is_not_null() & (pl.col("family") != ALL) & (pl.col("split") == split)
     )
@@ -207,15 +255,9 @@ def plot_complexity(
         raise ValueError(f"{metrics}: no {metric} rows with a complexity on split {split!r}")
     models = _models(table)
     families = sorted(set(table["family"].to_list()))
-    n_cols = min(4, len(families))
-    n_rows = -(-len(families) // n_cols)
-    fig, axes = plt.subplots(
-        n_rows, n_cols, squeeze=False, sharey=True, sharex=True,
-        figsize=(0.6 + 2.9 * n_cols, 0.7 + 2.6 * n_rows),
-    )  # fmt: skip
     levels = sorted(set(table["complexity"].to_list()))
-    for index, family in enumerate(families):
-        ax = axes[index // n_cols][index % n_cols]
+    fig, axes = panel_grid(len(families), max(2.6, 0.9 + 0.37 * len(levels)), 2.9)
+    for family, ax in zip(families, axes, strict=True):
         in_family = table.filter(pl.col("family") == family).sort("complexity")
         chance = in_family.filter(pl.col("model") == CHANCE)
         if chance.height:
@@ -234,24 +276,33 @@ def plot_complexity(
                     cells["ci_high"].fill_null(cells["value"]).to_numpy(),
                     color=colour, alpha=0.15, lw=0,
                 )  # fmt: skip
+        sizes = {
+            level: rows["n"].to_list()
+            for (level,), rows in in_family.filter(pl.col("model") != CHANCE).group_by("complexity")
+        }
+        ticks = [f"{level}\n{_sizes_text(sizes[level]) if level in sizes else NO_ITEMS}"
+                 for level in levels]  # fmt: skip
+        ax.set_xticks(levels, ticks, fontsize=7)
+        ax.set_xlim(levels[0] - 0.5, levels[-1] + 0.5)
         ax.set_title(family, fontsize=9)
-        ax.set_ylim(0, 1.05)
-        ax.set_xticks(levels)
+        first = ax.get_subplotspec().is_first_col()
+        fraction_axis(ax, f"{metric} (tie = wrong)" if first else None)
         ax.grid(alpha=0.3)
-    for index in range(len(families), n_rows * n_cols):
-        axes[index // n_cols][index % n_cols].set_visible(False)
-    for row in axes:
-        row[0].set_ylabel(f"{metric} (tie = wrong)")
-    for ax in axes[-1]:
-        ax.set_xlabel("complexity n (atoms)")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
+    fig.supxlabel("complexity n (atoms)", fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    for ax in axes[1:]:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            if label not in labels:
+                handles.append(handle)
+                labels.append(label)
+    fig.legend(handles, labels, loc="outside right center", fontsize=7, title="model",
+               title_fontsize=7, frameon=False)  # fmt: skip
     benchmarks = ", ".join(sorted(set(table["benchmark"].to_list())))
-    fig.suptitle(
+    suptitle(
+        fig,
         f"{benchmarks}: {metric} against complexity per negative type, split {split} "
-        "(95% bootstrap CI)",
-        fontsize=10,
+        "(95% bootstrap CI; n: items per complexity)",
     )
-    fig.tight_layout()
     save_figure(fig, png, pdf)
 
 
@@ -274,46 +325,40 @@ def plot_split_accuracy(
     table = _read(metrics, metric).filter(
         pl.col("complexity").is_null() & (pl.col("family") == ALL)
     )
-    splits = _present(table, splits, BINDSPLIT_SPLITS)
+    splits = _canonical(table, splits, BINDSPLIT_SPLITS)
     models, benchmarks = _models(table), sorted(set(table["benchmark"].to_list()))
-    fig, axes = plt.subplots(
-        1, len(benchmarks), squeeze=False, sharey=True,
-        figsize=(max(5.0, 0.8 + (0.6 + 0.8 * len(models)) * len(benchmarks)), 3.4),
-    )  # fmt: skip
-    width = 0.8 / max(1, len(splits))
-    for ax, benchmark in zip(axes[0], benchmarks, strict=True):
-        if not splits:
-            why = unsplit_text(unsplit_counts(table, benchmark)) or "the table has no split rows"
-            _say_why(
-                ax, f"no item of {benchmark} has a BindSplit split (seen / mixed / unseen): {why}"
-            )
-        for s_index, split in enumerate(splits):
-            offset = (s_index - (len(splits) - 1) / 2) * width
-            in_split = table.filter((pl.col("benchmark") == benchmark) & (pl.col("split") == split))
-            cells = in_split.filter(pl.col("model").is_in(models)).sort("model")
-            xs = np.array([models.index(m) for m in cells["model"]]) + offset
-            ax.bar(
-                xs, cells["value"].to_numpy(), width, yerr=_errors(cells), capsize=2,
-                color=SPLIT_COLOURS.get(split, "#999999"), label=split, error_kw={"lw": 0.8},
-            )  # fmt: skip
-            chance = in_split.filter(pl.col("model") == CHANCE)
-            if chance.height:
-                for x in np.arange(len(models)) + offset:
-                    ax.plot([x - width / 2, x + width / 2], [chance["value"][0]] * 2,
-                            color="black", lw=1.0)  # fmt: skip
-        ax.set_xticks(range(len(models)), models, rotation=20, fontsize=8, ha="right")
-        ax.set_ylim(0, 1.05)
-        ax.grid(axis="y", alpha=0.3)
-        ax.set_title(benchmark, fontsize=9)
-    axes[0][0].set_ylabel(f"{metric} (tie = wrong)")
-    if splits:
-        axes[0][-1].legend(fontsize=7, title="split (black: chance)", title_fontsize=7)
-    fig.suptitle(
-        f"{metric} per model and split (95% bootstrap CI)\n{', '.join(benchmarks)}", fontsize=9
+    fig, axes = panel_grid(
+        len(benchmarks), max(3.6, 0.9 + (0.22 * max(1, len(splits)) + 0.2) * len(models)), 3.4
     )
-    fig.tight_layout(rect=(0, 0.04, 1, 1))
-    if splits:
+    drawn: set[str] = set()
+    for ax, benchmark in zip(axes, benchmarks, strict=True):
+        in_benchmark = table.filter(pl.col("benchmark") == benchmark)
+        rows = in_benchmark.filter(pl.col("model").is_in(models) & pl.col("split").is_in(splits))
+        if rows.height == 0:
+            what = "BindSplit split (seen / mixed / unseen)"
+            say_why(ax, _empty_reason(table, benchmark, splits, what, None))
+        else:
+            chance = in_benchmark.filter(pl.col("model") == CHANCE)
+            # chance is one value per split, the same for every model
+            chance = (
+                pl.concat([chance.with_columns(model=pl.lit(m)) for m in models])
+                if chance.height
+                else chance
+            )
+            drawn |= _split_bars(ax, rows, chance, models, "model", splits)
+        ax.set_xticks(range(len(models)), models, rotation=20, fontsize=8, ha="right")
+        fraction_axis(
+            ax, f"{metric} (tie = wrong)" if ax.get_subplotspec().is_first_col() else None
+        )
+        ax.set_title(benchmark, fontsize=9)
+    if drawn:
+        bar_legend(fig, {s: SPLIT_COLOURS.get(s, "#999999") for s in splits},
+                   chance=table.filter(pl.col("model") == CHANCE).height > 0,
+                   missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
         _footnote(fig, table)
+    suptitle(fig, f"{metric} per model and split (95% bootstrap CI)\n{', '.join(benchmarks)}",
+             fontsize=9)  # fmt: skip
+    fit_value_labels(fig)
     save_figure(fig, png, pdf)
 
 
@@ -339,6 +384,7 @@ def metrics_markdown(
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
     }  # fmt: skip
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
+    lines += legend_markdown()
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
         lines += eval_set_markdown(benchmarks)
@@ -355,10 +401,12 @@ def metrics_markdown(
         )
         with_parts = frame["part"].drop_nulls().n_unique() > 0
         title = Path(table).stem
+        entry, view = _benchmark_entry(title, benchmarks or {})
         header = "| model | " + ("part | " if with_parts else "") + "split | type | value "
         lines += [f"## {title}", ""]
         if kinds:
             lines += [f"Kind: {', '.join(kinds)}.", ""]
+        lines += [provenance_line(table, frame, entry, view), ""]
         if frame.filter(pl.col("model") != CHANCE).is_empty():
             lines += [f"No model row of {' / '.join(wanted)} in {table}.", ""]
             continue
@@ -387,6 +435,19 @@ def metrics_markdown(
     if crossover is not None:
         lines += _crossover_lines(pl.read_parquet(crossover))
     write_with(out, lambda tmp: tmp.write_text("\n".join(lines)))
+
+
+def _benchmark_entry(
+    title: str, benchmarks: Mapping[str, Mapping[str, Any]]
+) -> tuple[Mapping[str, Any] | None, str]:
+    """The ``benchmarks`` entry a metric table (by its file's stem) reports on, and the view:
+    "bindsplit" for a systematicity benchmark's BindSplit table, else ""."""
+    if title in benchmarks:
+        return benchmarks[title], ""
+    base = title.removesuffix("_bindsplit")
+    if base != title and base in benchmarks:
+        return benchmarks[base], "bindsplit"
+    return None, ""
 
 
 def _crossover_lines(table: pl.DataFrame) -> list[str]:
