@@ -1,8 +1,10 @@
 """The benchmark audit (vlcomp.audit): exact shares on hand-made candidates and a tiny
 reference bindings table, the order-blind ceiling, the tiny-reference warning, the job's
-files, and an end-to-end run on the shared SugarCrepe files."""
+files, what the report says (variant labels, definitions, counts next to shares, figure
+titles), and an end-to-end run on the shared SugarCrepe files."""
 
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,16 +14,24 @@ from tests.conftest import SHARED, needs_shared
 from vlcomp.audit import audit_job, audit_tables, reference_status
 from vlcomp.audit.checks import (
     BINDING_RULES,
+    EXCLUSIONS,
+    RULE_TEXT,
+    VariantInfo,
     binding_familiarity_scores,
     bindsplit_items,
     blind_table,
+    bucket_table,
     composition_table,
+    describe_variant,
     familiarity_table,
     model_accuracy_table,
     order_blind_table,
     prepare_candidates,
     seen_share_table,
+    unique_keys,
 )
+from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
+from vlcomp.audit.report import share_text
 from vlcomp.contracts import CANDIDATES_SCHEMA, GRAPH_SCHEMA, SCORES_SCHEMA
 from vlcomp.counts.counts import BINDINGS_SCHEMA, count_shard
 from vlcomp.evaluate.metrics import METRIC_SCHEMA
@@ -29,6 +39,7 @@ from vlcomp.io import write_parquet
 from vlcomp.refine.scores import text_key
 
 REAL_SUGARCREPE = SHARED / "data" / "sugarcrepe"
+SUGARCREPE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "sugarcrepe"
 FACTUAL_TRAIN = SHARED / "data" / "factual_sg" / "train.csv"
 
 # item -> (type, positive, negatives); A and B are swaps with the same words.
@@ -52,6 +63,7 @@ GRAPHS = {
     "dog chases cat": [("dog", []), ("cat", [])],
     "cat chases dog": [("cat", []), ("dog", [])],
     "dog chases bird": [("dog", []), ("bird", [])],
+    "a car": [("car", [])],
 }
 # Reference bindings: (attr, obj) -> (perfect_count, close_count); others unseen.
 REFERENCE = {
@@ -64,7 +76,7 @@ REFERENCE = {
 }
 
 
-def candidates(items=ITEMS, benchmark: str = "toy") -> pl.DataFrame:
+def candidates(items=ITEMS, benchmark: str = "toy", generator: str = "hand") -> pl.DataFrame:
     rows = []
     for item, (type_, positive, negatives) in items.items():
         family, target = type_.split("_")
@@ -78,7 +90,7 @@ def candidates(items=ITEMS, benchmark: str = "toy") -> pl.DataFrame:
                     "is_positive": is_positive,
                     "family": family,
                     "target": target,
-                    "generator": "hand",
+                    "generator": generator,
                     "provenance": "test",
                 }
             )
@@ -137,6 +149,16 @@ S1 = {
     "dog chases cat": 2.0,
     "cat chases dog": 1.0,
     "dog chases bird": 2.5,
+}
+
+
+# The metadata the refine stage writes on its refined candidates (refine_stage).
+REFINE_META = {
+    "scorer_1": "ngram",
+    "scorer_2": "minilm",
+    "grid": "auto",
+    "seed": "0",
+    "tie_policy": "tie_counts_as_wrong",
 }
 
 
@@ -355,16 +377,19 @@ def test_job_says_why_the_refined_variant_is_empty(tmp_path):
 
     cand, _, score = _write_inputs(tmp_path)
     why = "refinement kept 0 of 3: a 100x100 grid has 0.0003 pairs per cell (...)"
-    write_parquet(candidates().clear(), tmp_path / "empty.parquet", {NOTE_KEY: why})
+    write_parquet(candidates().clear(), tmp_path / "empty.parquet", {**REFINE_META, NOTE_KEY: why})
     ref = _reference_counts(tmp_path, ["a red car"])
     logs: list[str] = []
     audit_job(
         "toy", cand, score, str(tmp_path / "empty.parquet"), str(ref), "tinyref",
         {"backend": "spacy"}, [], str(tmp_path / "out"), logs.append,
     )  # fmt: skip
-    assert f"audit toy: refined: 0 items, 0 texts: {why}" in logs
+    label = "re-refined here with ngram and minilm trained on tinyref"
+    assert f"audit toy: re-refined ({label}): 0 items, 0 texts: {why}" in logs
     md = (tmp_path / "out" / "audit.md").read_text()
-    assert "variant `refined`: 0 items, 0 candidate texts" in md and f"empty because {why}" in md
+    assert f"variant `re-refined` ({label}): 0 items, 0 candidate texts" in md
+    assert f"empty because {why}" in md
+    assert "**re-refined** (" + label + "): no items, nothing to audit." in md
 
 
 def test_job_tiny_reference_says_so(tmp_path):
@@ -386,7 +411,8 @@ def test_job_tiny_reference_says_so(tmp_path):
     assert not (tmp_path / "out" / "composition.png").exists()
     assert (tmp_path / "out" / "blind_accuracy.png").exists()
     blind = pl.read_parquet(tmp_path / "out" / "blind.parquet")
-    assert set(blind["variant"]) == {"unrefined", "refined"}
+    # The refined file has no refine metadata: a refined subset of unknown making.
+    assert set(blind["variant"]) == {"generated", "refined"}
     assert row(blind, variant="refined", type="all")["accuracy"] == 1.0
 
 
@@ -413,7 +439,7 @@ def test_job_writes_report_tables_and_figures(tmp_path):
     assert result["warning"] is None
     for stem in (
         "reference", "blind", "order_blind", "bindsplit_items", "composition", "seen_shares",
-        "binding_labels", "familiarity", "graphs",
+        "binding_labels", "buckets", "familiarity", "graphs",
     ):  # fmt: skip
         assert (out / f"{stem}.parquet").exists(), stem
     for fig in ("blind_accuracy", "seen_shares", "composition"):
@@ -423,15 +449,173 @@ def test_job_writes_report_tables_and_figures(tmp_path):
     page = (out / "audit.html").read_text()
     assert page.count("data:image/png;base64,") == 3
     fam = pl.read_parquet(out / "familiarity.parquet")
-    assert row(fam, variant="unrefined", predictor="clip", type="all")["accuracy"] == 0.6
+    assert row(fam, variant="generated", predictor="clip", type="all")["accuracy"] == 0.6
     assert "ngram" in set(fam["predictor"])
-    assert result["summary"]["unrefined"]["same_words_share"] == 0.5
+    assert result["summary"]["generated"]["same_words_share"] == 0.5
     # Same inputs, same bytes.
     again = audit_job(out_dir=str(tmp_path / "again"), **kwargs)
     for key, path in result["paths"].items():
         if path.endswith((".parquet", ".png", ".md", ".html")):
             other = again["paths"][key]
             assert Path(path).read_bytes() == Path(other).read_bytes(), key
+
+
+# ------------------------------------------------------------- what the report says
+
+
+def test_variant_labels_say_what_each_set_is():
+    from vlcomp.importers.sugarcrepe import read_sugarcrepe_dir
+
+    published = read_sugarcrepe_dir(SUGARCREPE_FIXTURES / "refined").candidates
+    info = describe_variant(published)
+    assert (info.key, info.label) == ("published_refined", "as published (refined by its authors)")
+    assert info.balanced == () and info.note is None
+    unrefined = read_sugarcrepe_dir(SUGARCREPE_FIXTURES / "unrefined").candidates
+    assert describe_variant(unrefined).label == "as published (unrefined)"
+    # Our refinement of the published set keeps its rows: only the metadata tells it apart.
+    ours = describe_variant(published, REFINE_META, "factual", refined_subset=True)
+    assert ours.key == "re-refined"
+    assert ours.label == "re-refined here with ngram and minilm trained on factual"
+    assert ours.balanced == ("ngram", "minilm") and "0.5 by construction" in ours.note
+    assert describe_variant(candidates()).label == "as generated here (before refinement)"
+    assert describe_variant(candidates(), refined_subset=True).key == "refined"
+    assert describe_variant(candidates(generator="imported:aro")).label == "as published"
+    mixed = describe_variant(pl.concat([published, unrefined]))
+    assert (mixed.key, mixed.label) == (
+        "mixed",
+        "mixed: 3 items as published (refined by its authors); 6 items as published (unrefined)",
+    )
+    keys = [
+        i.key for i in unique_keys([VariantInfo("published", "a"), VariantInfo("published", "b")])
+    ]
+    assert keys == ["published", "published_2"]
+
+
+def test_seen_shares_count_the_items_left_out_by_reason():
+    items = {
+        **ITEMS,
+        "F": ("replace_att", "a red car", ["a car"]),  # the negative has no binding
+        "G": ("replace_att", "a car", ["a red car"]),  # the positive has none
+    }
+    frame = {"generated": prepare_candidates(candidates(items))}
+    table = seen_share_table(bindsplit_items(frame, graphs(), counts(), "tiny"), ["generated"])
+    att = row(table, type="replace_att", rule="strict")
+    assert (att["n_items"], att["n_paired"]) == (2, 0)
+    assert (att["no_binding_positive_only"], att["no_binding_negative_only"]) == (1, 1)
+    overall = row(table, type="all", rule="strict")
+    # A, B, C paired; D and E: no binding on either side.
+    assert (overall["n_paired"], overall["no_binding_both"]) == (3, 2)
+    assert overall["n_items"] == overall["n_paired"] + sum(overall[c] for c in EXCLUSIONS)
+    buckets = bucket_table(bindsplit_items(frame, graphs(), counts(), "tiny"), ["generated"])
+    a = buckets.filter((pl.col("type") == "swap_att") & (pl.col("side") == "sample"))
+    # A: perfect, perfect + close, none -> perfect+close+none; B: perfect + none.
+    assert dict(a.filter(pl.col("count") > 0).select("bucket", "count").rows()) == {
+        "perfect+none": 1,
+        "perfect+close+none": 1,
+    }
+    sums = buckets.group_by("type", "side").agg(pl.col("count").sum(), pl.col("n").first())
+    assert (sums["count"] == sums["n"]).all()  # seven buckets + no_binding cover every item
+
+
+def test_share_text_writes_the_count_after_the_share():
+    assert share_text(61, 144) == "0.424 (61 of 144)"
+    assert share_text(6089.5, 6844) == "0.890 (6089.5 of 6844)"
+    assert share_text(0, 0) == "n/a (0 of 0)"
+
+
+# A decimal share not followed by "(<count> of <n>"; a signed number (a gap) is not a share,
+# and a macro average is a mean of shares, said as such.
+_BARE_SHARE = re.compile(r"(?<![\w.+-])\d\.\d{3}(?!\d)(?! \((?:\d+(?:\.\d)? of \d+|mean of))")
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, str, dict]:
+    """One audit job on the toy set with a re-refined variant: (out folder, audit.md, result)."""
+    tmp_path = tmp_path_factory.mktemp("report")
+    cand, _, score = _write_inputs(tmp_path)
+    refined = tmp_path / "re-refined.parquet"
+    write_parquet(candidates({k: ITEMS[k] for k in "AC"}), refined, REFINE_META)
+    minilm = {t: -v for t, v in S1.items()}
+    write_parquet(pl.concat([scores(S1, "ngram"), scores(minilm, "minilm")]), score)
+    ref = _reference_counts(tmp_path, list(GRAPHS))
+    result = audit_job(
+        "toy", cand, score, str(refined), str(ref), "toyref", {"backend": "spacy"}, [],
+        str(tmp_path / "out"), lambda _: None, min_reference_captions=1,
+    )  # fmt: skip
+    return tmp_path / "out", (tmp_path / "out" / "audit.md").read_text(), result
+
+
+def test_report_defines_its_terms_and_counts_every_share(report):
+    out, md, result = report
+    sections = re.findall(r"^## (.+)$", md, flags=re.M)
+    assert sections[:4] == ["How to read this", "Variants", "Inputs", "Headlines"]
+    assert "| generated | as generated here (before refinement) | 5 | 11 |" in md
+    label = "re-refined here with ngram and minilm trained on toyref"
+    assert f"| re-refined | {label} | 2 | 4 |" in md
+    assert "ngram and minilm are at 0.5 **by construction**" in md
+    blind = md[md.index("## 1. Blind") : md.index("## 2.")]
+    assert f"**re-refined** ({label}): Refinement kept the pairs" in blind
+    assert "0.5 by construction" in blind
+    assert result["summary"]["re-refined"]["label"] == label
+    for term in (
+        "**binding**", "**perfect**", "**close**", "**none**",
+        "**STRICT** (STRICT = perfect only)", "**LOOSE** (LOOSE = perfect or close)",
+        "**seen / mixed / unseen**", "**no_binding**", "**sample**", "**bucket**",
+        "`perfect+close+none`", "`close+none`", "**Denominators**",
+    ):  # fmt: skip
+        assert term in md, term
+    assert md.index("**perfect**") < md.index("### Positives vs negatives")
+    # One name per exclusion reason, the same in the text, the table and the Parquet.
+    seen = pl.read_parquet(out / "seen_shares.parquet")
+    for name in EXCLUSIONS:
+        assert f"`{name}`" in md and name in seen.columns
+        assert re.search(rf"\| paired \|(.*\|)? {name} \|", md)
+    assert "all occur in" not in md and " %" not in md
+    bare = [m.group(0) for m in _BARE_SHARE.finditer(md)]
+    assert bare == [], bare
+    # Shares that can be checked by hand: ngram wins A and C of the generated set, minilm
+    # (the negated scores) only B; the reference holds every caption, so the 3 paired items
+    # (A, B, C) are seen on both sides and D, E have no binding at all.
+    assert "| all | 0.200 (1 of 5) | 0.400 (2 of 5) | 0.000 (0 of 2) | 1.000 (2 of 2) |" in md
+    assert (
+        "| generated | all | STRICT = perfect only | 5 | 3 | 0 | 0 | 2 | 1.000 (3 of 3) | "
+        "1.000 (3 of 3) | +0.000 |"
+    ) in md
+    assert "| generated | all | sample | 5 | 0.600 (3 of 5) | 0.000 (0 of 5) |" in md
+
+
+def test_figure_titles_name_the_rule_and_the_variant(report, tmp_path):
+    out = report[0]
+    infos = {
+        "generated": VariantInfo("generated", "as generated here (before refinement)"),
+        "re-refined": VariantInfo(
+            "re-refined", "re-refined here with ngram and minilm", ("ngram", "minilm")
+        ),
+    }
+    seen = pl.read_parquet(out / "seen_shares.parquet")
+    titles = plot_seen_shares(
+        seen, "toy", "toyref", tmp_path / "s.png", tmp_path / "s.pdf", infos=infos
+    )
+    assert "STRICT = perfect only" in titles[0] and "LOOSE = perfect or close" in titles[0]
+    assert titles[1:] == [
+        "generated: as generated here (before refinement)\nSTRICT = perfect only",
+        "generated: as generated here (before refinement)\nLOOSE = perfect or close",
+        "re-refined: re-refined here with ngram and minilm\nSTRICT = perfect only",
+        "re-refined: re-refined here with ngram and minilm\nLOOSE = perfect or close",
+    ]
+    assert not any("occur in" in t for t in titles)
+    comp = pl.read_parquet(out / "composition.parquet")
+    titles = plot_composition(
+        comp, "toy", "toyref", tmp_path / "c.png", tmp_path / "c.pdf", infos=infos
+    )
+    assert titles[2].endswith(RULE_TEXT["loose"]) and "share of all items" in titles[0]
+    blind = pl.read_parquet(out / "blind.parquet")
+    ob = pl.read_parquet(out / "order_blind.parquet")
+    titles = plot_blind_accuracy(
+        blind, ob, "toy", "toyref", tmp_path / "b.png", tmp_path / "b.pdf", infos
+    )
+    assert titles[2].endswith("ngram and minilm: 0.5 by construction (refinement balanced them)")
+    assert "by construction" not in titles[1]
 
 
 # ------------------------------------------------------------------ shared SugarCrepe
@@ -472,7 +656,7 @@ def test_sugarcrepe_swap_types_against_factual(tmp_path):
     )  # fmt: skip
     assert result["warning"] is None
     ob = pl.read_parquet(tmp_path / "out" / "order_blind.parquet").filter(
-        pl.col("variant") == "refined"
+        pl.col("variant") == "published_refined"
     )
     assert (
         row(ob, type="swap_obj")["same_words"] == 164 and row(ob, type="swap_obj")["n_pairs"] == 245
@@ -482,8 +666,12 @@ def test_sugarcrepe_swap_types_against_factual(tmp_path):
     )
     assert row(ob, type="all")["ceiling_ties_chance"] == pytest.approx(1 - 571 / 911 / 2)
     seen = pl.read_parquet(tmp_path / "out" / "seen_shares.parquet")
-    sa = row(seen, variant="refined", type="swap_att", rule="loose")
+    sa = row(seen, variant="published_refined", type="swap_att", rule="loose")
     assert sa["n_paired"] > 0
+    assert sa["n_items"] == sa["n_paired"] + sum(sa[c] for c in EXCLUSIONS)
     blind = pl.read_parquet(tmp_path / "out" / "blind.parquet")
-    assert set(blind["variant"]) == {"refined", "unrefined"}
+    assert set(blind["variant"]) == {"published_refined", "published_unrefined"}
     assert "ngram" in set(blind["scorer"])
+    md = (tmp_path / "out" / "audit.md").read_text()
+    assert "| published_refined | as published (refined by its authors) | 911 |" in md
+    assert "| published_unrefined | as published (unrefined) |" in md

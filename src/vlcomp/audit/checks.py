@@ -1,9 +1,10 @@
 """The checks of a benchmark audit, as pure functions of tables (no files, no parser).
 
-Every table has a ``variant`` column (which candidate set: ``unrefined`` / ``refined`` when
-the benchmark has a refined subset, else ``benchmark``) and a ``type`` column: the negative
-type ``<family>_<target>`` (``<family>`` when the target is null), and ``all`` for the
-micro average over every item of the variant.
+Every table has a ``variant`` column (which candidate set, a key that says what it is:
+``published_refined``, ``published_unrefined``, ``published``, ``generated``, ``re-refined``;
+see :func:`describe_variant`) and a ``type`` column: the negative type ``<family>_<target>``
+(``<family>`` when the target is null), and ``all`` for the micro average over every item of
+the variant.
 
 Checks:
 
@@ -21,7 +22,8 @@ Checks:
   STRICT / LOOSE splits of the splits stage, not reimplemented) and the tables built from it:
   :func:`composition_table` (seen / mixed / unseen / no_binding per side, BindSplit Table 1),
   :func:`seen_share_table` (positives vs negatives whose bindings are all seen, BindSplit
-  Fig. 3), :func:`binding_label_table` (perfect / close / none share of the bindings).
+  Fig. 3), :func:`binding_label_table` (perfect / close / none share of the bindings),
+  :func:`bucket_table` (the seven buckets per side).
 - :func:`binding_familiarity_scores` + :func:`familiarity_table`: "pick the more familiar
   caption" rules (binding counts in the reference corpus; the n-gram scorer) next to the
   models' accuracies.
@@ -32,17 +34,27 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, GRAPH_SCHEMA, SCORES_SCHEMA, conform
 from vlcomp.counts.units import graph_units
+from vlcomp.importers.sugarcrepe import BENCHMARKS as SUGARCREPE_RELEASES
+from vlcomp.importers.sugarcrepe import GENERATOR as SUGARCREPE_GENERATOR
 from vlcomp.refine.blind import TiePolicy, blind_accuracy
 from vlcomp.refine.candidates import ITEM_KEY, check_items
 from vlcomp.refine.scores import scorer_names, with_text_keys
 from vlcomp.refine.words import words
-from vlcomp.splits.assign import BINDSPLIT_SPLITS, LABELS, NO_BINDING, RULES, SEEN, assign
+from vlcomp.splits.assign import (
+    BINDSPLIT_SPLITS,
+    BUCKETS,
+    LABELS,
+    NO_BINDING,
+    RULES,
+    SEEN,
+    assign,
+)
 
 ALL = "all"
 MACRO = "macro"
@@ -54,6 +66,19 @@ BINDING_RULES: dict[str, str] = {
     "bindings_loose": "perfect_count + close_count",
 }
 DEFAULT_MIN_REFERENCE_CAPTIONS = 1000
+# How each rule is written wherever a STRICT / LOOSE number is shown (tables, figures, text).
+RULE_TEXT: dict[str, str] = {
+    "strict": "STRICT = perfect only",
+    "loose": "LOOSE = perfect or close",
+}
+# The items left out of the seen shares, one name per reason (columns of SEEN_SHARE_SCHEMA,
+# used verbatim in the report and the figures).
+PAIRED = "paired"
+EXCLUSIONS: dict[str, str] = {
+    "no_binding_positive_only": "the positive has no binding, its negative(s) do",
+    "no_binding_negative_only": "the negative(s) have no binding, the positive does",
+    "no_binding_both": "neither side has a binding (the sample is no_binding)",
+}
 
 BLIND_SCHEMA: dict[str, pl.DataType] = {
     "variant": pl.String,
@@ -93,11 +118,24 @@ SEEN_SHARE_SCHEMA: dict[str, pl.DataType] = {
     "rule": pl.String,
     "n_items": pl.Int64,
     "n_paired": pl.Int64,  # items with a binding on both sides: the shares' denominator
+    # items left out, by reason; n_items = n_paired + the three
+    "no_binding_positive_only": pl.Int64,
+    "no_binding_negative_only": pl.Int64,
+    "no_binding_both": pl.Int64,
     "positive_seen": pl.Int64,
     "negative_seen": pl.Int64,
     "positive_seen_share": pl.Float64,
     "negative_seen_share": pl.Float64,
     "seen_gap": pl.Float64,  # positive minus negative share
+}
+BUCKET_SCHEMA: dict[str, pl.DataType] = {
+    "variant": pl.String,
+    "type": pl.String,
+    "side": pl.String,  # positive | negative | sample
+    "bucket": pl.String,  # one of splits.assign.BUCKETS, or no_binding
+    "count": pl.Int64,
+    "n": pl.Int64,  # items of the type
+    "share": pl.Float64,
 }
 LABEL_SCHEMA: dict[str, pl.DataType] = {
     "variant": pl.String,
@@ -116,6 +154,8 @@ FAMILIARITY_SCHEMA: dict[str, pl.DataType] = {
     "n": pl.Int64,
     "ties": pl.Int64,  # null for models (their tables carry no tie count)
     "decided": pl.Int64,  # n - ties (null for models)
+    "correct": pl.Float64,  # credit summed over items (accuracy * n for models)
+    "wins": pl.Int64,  # items won outright (null for models)
     "accuracy": pl.Float64,
     "accuracy_decided": pl.Float64,  # wins / decided (null for models)
     "tie_policy": pl.String,
@@ -160,6 +200,111 @@ def prepare_candidates(candidates: pl.DataFrame, what: str = "candidates") -> pl
         raise ValueError(f"{what}: {frame['text'].null_count()} candidate(s) without text")
     check_items(frame)
     return frame
+
+
+# ------------------------------------------------------------------------ variants
+
+
+@dataclass(frozen=True)
+class VariantInfo:
+    """What one candidate set of an audit is. ``key``: its ``variant`` value in every table;
+    ``label``: the words the report and the figures use for it; ``balanced``: the scorers
+    whose blind accuracy on it is 0.5 by construction (those its refinement balanced);
+    ``note``: why, or None."""
+
+    key: str
+    label: str
+    balanced: tuple[str, ...] = ()
+    note: str | None = None
+
+
+RELEASE_LABELS: dict[str, tuple[str, str]] = {
+    # release -> (key, label)
+    "refined": ("published_refined", "as published (refined by its authors)"),
+    "unrefined": ("published_unrefined", "as published (unrefined)"),
+    "published": ("published", "as published"),
+    "generated": ("generated", "as generated here (before refinement)"),
+}
+
+
+def releases(candidates: pl.DataFrame) -> dict[str, int]:
+    """Items per release of ``candidates``: ``generated`` (made by this workflow),
+    ``refined`` / ``unrefined`` (a SugarCrepe release, from the folder the importer read:
+    ``sugarcrepe/<folder>/<type>/<key>``; SugarCrepe's published benchmark is the refined
+    one), ``published`` (another imported set, which carries no refinement of its own) or
+    ``folder <name>`` (SugarCrepe files from a folder whose name does not say which)."""
+    rows = (
+        candidates.filter(pl.col("is_positive"))
+        .unique(ITEM_KEY, keep="first")
+        .select("generator", "item_id")
+        .rows()
+    )
+    out: dict[str, int] = {}
+    for generator, item_id in rows:
+        if not (generator or "").startswith("imported:"):
+            release = "generated"
+        elif generator == SUGARCREPE_GENERATOR:
+            parts = item_id.split("/")
+            folder = parts[1] if len(parts) > 2 else ""
+            release = folder if folder in SUGARCREPE_RELEASES else f"folder {folder!r}"
+        else:
+            release = "published"
+        out[release] = out.get(release, 0) + 1
+    return dict(sorted(out.items()))
+
+
+def describe_variant(
+    candidates: pl.DataFrame,
+    refinement: Mapping[str, str] | None = None,
+    corpus: str | None = None,
+    refined_subset: bool = False,
+) -> VariantInfo:
+    """What ``candidates`` are. With ``refinement`` (the metadata ``refine`` writes:
+    ``scorer_1``, ``scorer_2``) they are our own refinement with those two scorers trained on
+    ``corpus``; else their release (:func:`releases`) says it. ``refined_subset``: the set
+    was handed to the audit as a refined subset; generated items without refinement metadata
+    are then a refined subset of unknown making, not the generated set."""
+    if refinement and refinement.get("scorer_1") and refinement.get("scorer_2"):
+        scorers = (refinement["scorer_1"], refinement["scorer_2"])
+        label = f"re-refined here with {scorers[0]} and {scorers[1]} trained on {corpus}"
+        note = (
+            f"Refinement kept the pairs on which {scorers[0]} and {scorers[1]} (the blind "
+            f"scorers trained on {corpus}) are balanced: within each type each wins exactly "
+            "half of the pairs it does not tie on. Their blind accuracy on this variant is "
+            "therefore 0.5 by construction (ties, counted wrong, can only pull it below) and "
+            "says nothing about the benchmark; other scorers and models do."
+        )
+        return VariantInfo("re-refined", label, scorers, note)
+    found = releases(candidates)
+    if not found:
+        return VariantInfo("refined", "an empty refined subset" if refined_subset else "empty")
+    if refined_subset and set(found) == {"generated"}:
+        return VariantInfo("refined", "a refined subset (its file does not say how it was refined)")
+    if len(found) == 1:
+        (release,) = found
+        if release in RELEASE_LABELS:
+            return VariantInfo(*RELEASE_LABELS[release])
+        return VariantInfo(
+            "published",
+            f"as published (SugarCrepe files from {release}: whether refined is unknown)",
+        )
+    parts = [
+        f"{n} items {RELEASE_LABELS.get(r, ('', r))[1]}" for r, n in found.items()
+    ]  # fmt: skip
+    return VariantInfo("mixed", "mixed: " + "; ".join(parts))
+
+
+def unique_keys(infos: Sequence[VariantInfo]) -> list[VariantInfo]:
+    """``infos`` with repeated keys made unique (``<key>_2``, ...), first one unchanged."""
+    out, used = [], set()
+    for info in infos:
+        key, k = info.key, 1
+        while key in used:
+            k += 1
+            key = f"{info.key}_{k}"
+        used.add(key)
+        out.append(VariantInfo(key, info.label, info.balanced, info.note))
+    return out
 
 
 # --------------------------------------------------------------------------- blind
@@ -439,23 +584,49 @@ def _ordered(
 
 
 def seen_share_table(items: pl.DataFrame, variants: Sequence[str]) -> pl.DataFrame:
-    """``SEEN_SHARE_SCHEMA``: over the items with a binding on both sides, the share of
-    positives and of negatives whose bindings are all seen (split ``seen``), per rule."""
+    """``SEEN_SHARE_SCHEMA``: over the items with a binding on both sides (``n_paired``),
+    the share of positives and of negatives whose bindings are all seen (split ``seen``), per
+    rule; the items left out are counted by reason (``EXCLUSIONS``)."""
     rows = []
     for frame in (items, items.with_columns(type=pl.lit(ALL))):
         for (variant, type_), group in frame.group_by("variant", "type"):
-            paired = group.filter(
-                pl.col("pos_bucket").is_not_null() & pl.col("neg_bucket").is_not_null()
-            )
+            has_pos, has_neg = group["pos_bucket"].is_not_null(), group["neg_bucket"].is_not_null()
+            paired = group.filter(has_pos & has_neg)
             m = paired.height
+            excluded = (
+                int((~has_pos & has_neg).sum()),
+                int((has_pos & ~has_neg).sum()),
+                int((~has_pos & ~has_neg).sum()),
+            )
             for rule in RULES:
                 pos = int((paired[f"pos_split_{rule}"] == SEEN).sum())
                 neg = int((paired[f"neg_split_{rule}"] == SEEN).sum())
                 ps, ns = (pos / m, neg / m) if m else (None, None)
                 gap = ps - ns if m else None  # type: ignore[operator]
-                rows.append((variant, type_, rule, group.height, m, pos, neg, ps, ns, gap))
+                rows.append(
+                    (variant, type_, rule, group.height, m, *excluded, pos, neg, ps, ns, gap)
+                )
     table = pl.DataFrame(rows, schema=SEEN_SHARE_SCHEMA, orient="row")
     return _ordered(table, variants, ["rule"], {"rule": list(RULES)})
+
+
+def bucket_table(items: pl.DataFrame, variants: Sequence[str]) -> pl.DataFrame:
+    """``BUCKET_SCHEMA``: per variant, type and side the items in each of the seven buckets
+    (which of n_perfect, n_close, n_none are non-zero over the side's distinct bindings), and
+    ``no_binding``, of all the type's items."""
+    rows = []
+    columns = {"positive": "pos_bucket", "negative": "neg_bucket", "sample": "bucket"}
+    for frame in (items, items.with_columns(type=pl.lit(ALL))):
+        for (variant, type_), group in frame.group_by("variant", "type"):
+            n = group.height
+            for side, column in columns.items():
+                values = group[column].fill_null(NO_BINDING)
+                for bucket in (*BUCKETS, NO_BINDING):
+                    k = int((values == bucket).sum())
+                    rows.append((variant, type_, side, bucket, k, n, k / n if n else None))
+    table = pl.DataFrame(rows, schema=BUCKET_SCHEMA, orient="row")
+    return _ordered(table, variants, ["side", "bucket"], {
+        "side": list(columns), "bucket": [*BUCKETS, NO_BINDING]})  # fmt: skip
 
 
 def binding_label_table(items: pl.DataFrame, variants: Sequence[str]) -> pl.DataFrame:
@@ -577,6 +748,8 @@ def model_accuracy_table(
                 pl.col("n").cast(pl.Int64),
                 pl.lit(None, pl.Int64).alias("ties"),
                 pl.lit(None, pl.Int64).alias("decided"),
+                (pl.col("value") * pl.col("n")).alias("correct"),
+                pl.lit(None, pl.Int64).alias("wins"),
                 pl.col("value").alias("accuracy"),
                 pl.lit(None, pl.Float64).alias("accuracy_decided"),
                 pl.col("tie_policy"),
@@ -613,6 +786,7 @@ def familiarity_table(
             .filter(pl.col("type") != MACRO)
             .with_columns(
                 decided=pl.col("n") - pl.col("ties"),
+                wins=pl.col("_wins").round().cast(pl.Int64),
                 kind=pl.when(pl.col("scorer").is_in(list(rules)))
                 .then(pl.lit("familiarity rule"))
                 .otherwise(pl.lit("text scorer")),
@@ -652,6 +826,9 @@ class AuditTables:
     notes: list[str]
     tie_policy: str
     min_count: int
+    buckets: pl.DataFrame | None = None
+    # variant key -> what it is (every key of the tables' ``variant`` column)
+    variants: dict[str, VariantInfo] = field(default_factory=dict)
 
     def tables(self) -> dict[str, pl.DataFrame]:
         """The tables by file stem (those not computed are absent)."""
@@ -663,6 +840,7 @@ class AuditTables:
             "composition": self.composition,
             "seen_shares": self.seen_shares,
             "binding_labels": self.binding_labels,
+            "buckets": self.buckets,
             "familiarity": self.familiarity,
         }
         return {k: v for k, v in out.items() if v is not None}
@@ -680,16 +858,23 @@ def audit_tables(
     familiarity_scorers: Sequence[str] = ("ngram",),
     tie_policy: TiePolicy = "tie_counts_as_wrong",
     min_count: int = 1,
+    descriptions: Mapping[str, VariantInfo] | None = None,
 ) -> AuditTables:
-    """Every check on already loaded tables. ``variants``: label -> candidates (prepared);
+    """Every check on already loaded tables. ``variants``: key -> candidates (prepared);
+    ``descriptions``: key -> what the set is (default: :func:`describe_variant` of it);
     ``scores``: pooled ``SCORES_SCHEMA`` rows; ``graphs``: ``text`` + graph columns for
     every candidate text (may be None when the reference is not usable); ``models``:
     ``model_accuracy_table`` rows or None."""
     variants = {k: prepare_candidates(v, f"candidates ({k})") for k, v in variants.items()}
+    given = dict(descriptions or {})
+    infos = {}
+    for key, frame in variants.items():
+        info = given.get(key) or describe_variant(frame)
+        infos[key] = VariantInfo(key, info.label, info.balanced, info.note)
     blind, notes = blind_table(variants, scores, scorers, tie_policy)
     order_blind = order_blind_table(variants)
     names = list(variants)
-    items = composition = seen = labels = None
+    items = composition = seen = labels = buckets = None
     familiarity_scores = pl.DataFrame(schema=SCORES_SCHEMA)
     if reference.usable:
         if graphs is None:
@@ -698,6 +883,7 @@ def audit_tables(
         composition = composition_table(items, names)
         seen = seen_share_table(items, names)
         labels = binding_label_table(items, names)
+        buckets = bucket_table(items, names)
         familiarity_scores = binding_familiarity_scores(graphs, counts["bindings"])
         if not int(items["pos_bucket"].is_not_null().sum()):
             notes.append(
@@ -729,4 +915,6 @@ def audit_tables(
         notes,
         tie_policy,
         min_count,
+        buckets,
+        infos,
     )

@@ -1,17 +1,20 @@
 """Figures of a benchmark audit (PNG + PDF, written deterministically by ``save_figure``).
 
-Each title names the benchmark and the reference corpus.
+Each title names the benchmark and the reference corpus; each panel names its variant by key
+and by what it is (``checks.VariantInfo``) and, for BindSplit, its rule as ``RULE_TEXT``
+writes it (STRICT = perfect only, LOOSE = perfect or close). Every plot returns the titles it
+drew (suptitle first, then the panels), so that they can be checked.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 
-from vlcomp.audit.checks import COMPOSITION, MACRO, type_order
+from vlcomp.audit.checks import COMPOSITION, MACRO, PAIRED, RULE_TEXT, VariantInfo, type_order
 from vlcomp.report.figures import SPLIT_COLOURS, plt, save_figure
 from vlcomp.splits.assign import RULES
 
@@ -40,6 +43,17 @@ def _variants(frame: pl.DataFrame) -> list[str]:
     return list(dict.fromkeys(frame["variant"].to_list()))
 
 
+def variant_title(key: str, infos: Mapping[str, VariantInfo] | None) -> str:
+    """``<key>: <what it is>`` (the key alone when nothing describes it)."""
+    info = (infos or {}).get(key)
+    return f"{key}: {info.label}" if info and info.label != key else key
+
+
+def _titles(fig: plt.Figure, axes: np.ndarray) -> list[str]:
+    suptitle = fig.get_suptitle()
+    return [suptitle, *(ax.get_title() for ax in axes.flat)]
+
+
 def plot_blind_accuracy(
     blind: pl.DataFrame,
     order_blind: pl.DataFrame,
@@ -47,9 +61,11 @@ def plot_blind_accuracy(
     reference: str,
     png: str | Path,
     pdf: str | Path,
-) -> None:
+    infos: Mapping[str, VariantInfo] | None = None,
+) -> list[str]:
     """Blind accuracy per type, one bar per scorer, one panel per variant; black ticks: the
-    order-blind ceiling (ties wrong); dashed: chance for pair sets (0.5)."""
+    order-blind ceiling (ties wrong); dashed: chance for pair sets (0.5). A variant whose
+    refinement balanced some scorers says in its title that their 0.5 is by construction."""
     variants = _variants(blind)
     scorers = sorted(blind["scorer"].unique().to_list())
     types = _types(blind)
@@ -75,10 +91,17 @@ def plot_blind_accuracy(
                           label="order-blind ceiling (ties wrong)" if i == 0 else None)  # fmt: skip
         if pairs:
             ax.axhline(0.5, color="grey", linestyle="--", linewidth=0.8, label="chance")
-        ax.set_xticks(x, types, rotation=30, ha="right", fontsize=7)
+        n = dict(ceiling.select("type", "n_items").rows())
+        ax.set_xticks(x, [f"{t}\n(n={n.get(t, 0)})" for t in types], rotation=30, ha="right",
+                      fontsize=6)  # fmt: skip
         ax.set_ylim(0, 1.02)
         ax.set_ylabel("accuracy", fontsize=8)
-        ax.set_title(f"{variant}", fontsize=8)
+        title = variant_title(variant, infos)
+        info = (infos or {}).get(variant)
+        if info and info.balanced:
+            balanced = " and ".join(info.balanced)
+            title += f"\n{balanced}: 0.5 by construction (refinement balanced them)"
+        ax.set_title(title, fontsize=8)
         ax.tick_params(labelsize=7)
     _legend(fig, axes)
     fig.suptitle(
@@ -86,14 +109,22 @@ def plot_blind_accuracy(
         f"reference corpus: {reference}",
         fontsize=9,
     )
+    titles = _titles(fig, axes)
     save_figure(fig, png, pdf)
+    return titles
 
 
 def plot_seen_shares(
-    seen: pl.DataFrame, benchmark: str, reference: str, png: str | Path, pdf: str | Path
-) -> None:
-    """Share of positives vs negatives whose bindings are all seen in the reference corpus,
-    per type; columns: STRICT / LOOSE; rows: variants (BindSplit Fig. 3)."""
+    seen: pl.DataFrame,
+    benchmark: str,
+    reference: str,
+    png: str | Path,
+    pdf: str | Path,
+    infos: Mapping[str, VariantInfo] | None = None,
+) -> list[str]:
+    """Share of positives vs negatives whose bindings all count as seen against the
+    reference corpus, per type, over the paired items; columns: STRICT (perfect only) /
+    LOOSE (perfect or close); rows: variants (BindSplit Fig. 3)."""
     variants, rules, types = _variants(seen), list(RULES), _types(seen)
     fig, axes = plt.subplots(
         len(variants), len(rules), figsize=(max(7.0, 0.75 * len(types) * len(rules) + 1),
@@ -111,19 +142,22 @@ def plot_seen_shares(
                 values = [np.nan if v is None else v for v in values]
                 ax.bar(x - 0.2 + 0.4 * k, values, 0.4, label=side, color=SIDE_COLOURS[side])
             n = dict(rows.select("type", "n_paired").rows())
-            ax.set_xticks(x, [f"{t}\n(n={n.get(t, 0)})" for t in types], rotation=30,
-                          ha="right", fontsize=6)  # fmt: skip
+            ax.set_xticks(x, [f"{t}\n({PAIRED} n={n.get(t, 0)})" for t in types],
+                          rotation=30, ha="right", fontsize=6)  # fmt: skip
             ax.set_ylim(0, 1.02)
-            ax.set_title(f"{variant}, {rule.upper()}", fontsize=8)
+            ax.set_title(f"{variant_title(variant, infos)}\n{RULE_TEXT[rule]}", fontsize=8)
             ax.tick_params(labelsize=7)
-        axes[r, 0].set_ylabel("share with all bindings seen", fontsize=7)
+        axes[r, 0].set_ylabel("share with every binding seen", fontsize=7)
     _legend(fig, axes)
     fig.suptitle(
-        f"{benchmark}: positives vs negatives whose bindings all occur in {reference}\n"
-        "(items with a binding on both sides)",
+        f"{benchmark}: positives vs negatives whose bindings all count as seen against "
+        f"{reference}\n({RULE_TEXT['strict']}; {RULE_TEXT['loose']}; over the {PAIRED} "
+        "items: a binding on both sides)",
         fontsize=9,
     )
+    titles = _titles(fig, axes)
     save_figure(fig, png, pdf)
+    return titles
 
 
 def plot_composition(
@@ -133,9 +167,10 @@ def plot_composition(
     png: str | Path,
     pdf: str | Path,
     sides: Sequence[str] = ("positive", "negative"),
-) -> None:
-    """Seen / mixed / unseen / no_binding composition per type and side, stacked; columns:
-    STRICT / LOOSE; rows: variants (BindSplit Table 1)."""
+    infos: Mapping[str, VariantInfo] | None = None,
+) -> list[str]:
+    """Seen / mixed / unseen / no_binding composition per type and side, stacked, as shares
+    of all the type's items; columns: STRICT / LOOSE; rows: variants (BindSplit Table 1)."""
     variants, rules, types = _variants(composition), list(RULES), _types(composition)
     fig, axes = plt.subplots(
         len(variants), len(rules),
@@ -162,15 +197,20 @@ def plot_composition(
                     bottom += values
                 for p in pos:
                     ax.text(p, 1.01, side[:3], ha="center", va="bottom", fontsize=5)
-            ax.set_xticks(x, types, rotation=30, ha="right", fontsize=7)
+            n = dict(rows.select("type", "n").unique().rows())
+            ax.set_xticks(x, [f"{t}\n(n_items={n.get(t, 0)})" for t in types], rotation=30,
+                          ha="right", fontsize=6)  # fmt: skip
             ax.set_ylim(0, 1.08)
-            ax.set_title(f"{variant}, {rule.upper()}", fontsize=8)
+            ax.set_title(f"{variant_title(variant, infos)}\n{RULE_TEXT[rule]}", fontsize=8)
             ax.tick_params(labelsize=7)
-        axes[r, 0].set_ylabel("share of items", fontsize=7)
+        axes[r, 0].set_ylabel("share of all items", fontsize=7)
     _legend(fig, axes)
     fig.suptitle(
         f"{benchmark}: BindSplit composition of positives (pos) and negatives (neg) "
-        f"against {reference}",
+        f"against {reference}\n(share of all items of the type; {RULE_TEXT['strict']}; "
+        f"{RULE_TEXT['loose']})",
         fontsize=9,
     )
+    titles = _titles(fig, axes)
     save_figure(fig, png, pdf)
+    return titles

@@ -13,10 +13,13 @@ import polars as pl
 from vlcomp.audit.checks import (
     DEFAULT_MIN_REFERENCE_CAPTIONS,
     AuditTables,
+    VariantInfo,
     audit_tables,
+    describe_variant,
     model_accuracy_table,
     prepare_candidates,
     reference_status,
+    unique_keys,
 )
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import audit_blocks, render_html, render_markdown
@@ -31,7 +34,7 @@ OUTPUT_FILES: tuple[str, ...] = (
         f"{stem}.parquet"
         for stem in (
             "reference", "blind", "order_blind", "bindsplit_items", "composition",
-            "seen_shares", "binding_labels", "familiarity", "graphs",
+            "seen_shares", "binding_labels", "buckets", "familiarity", "graphs",
         )
     ),
     *(f"{fig}.{ext}" for fig in ("blind_accuracy", "seen_shares", "composition")
@@ -121,16 +124,22 @@ def audit_job(
     tie_policy: TiePolicy = "tie_counts_as_wrong",
     min_count: int = 1,
     min_reference_captions: int = DEFAULT_MIN_REFERENCE_CAPTIONS,
+    refinement_corpus: str | None = None,
 ) -> dict[str, Any]:
     """Audit one benchmark (see ``vlcomp.audit.checks`` for the checks) and write under
     ``out_dir``: ``audit.md``, ``audit.html`` (self-contained), the tables as Parquet
     (``reference``, ``blind``, ``order_blind``, ``bindsplit_items``, ``composition``,
-    ``seen_shares``, ``binding_labels``, ``familiarity``, ``graphs``) and the figures
-    (``blind_accuracy``, ``seen_shares``, ``composition``; PNG + PDF).
+    ``seen_shares``, ``binding_labels``, ``buckets``, ``familiarity``, ``graphs``) and the
+    figures (``blind_accuracy``, ``seen_shares``, ``composition``; PNG + PDF).
 
-    ``candidates``: the benchmark's candidates (``CANDIDATES_SCHEMA``); with
-    ``refined_candidates`` (its refined subset) the two are the variants ``unrefined`` and
-    ``refined``, else the one variant ``benchmark``. ``scores``: ``SCORES_SCHEMA`` files
+    ``candidates``: the benchmark's candidates (``CANDIDATES_SCHEMA``), optionally with
+    ``refined_candidates`` (a refined subset): the audit's variants, each named for what it
+    is (``checks.describe_variant``): a published set by its release (``published_refined``:
+    "as published (refined by its authors)", ``published_unrefined``, ``published``), our
+    generated set as ``generated``, and a refined subset whose metadata names the refine
+    stage's two scorers as ``re-refined`` ("re-refined here with <scorers> trained on
+    ``refinement_corpus``", default ``reference_name``), whose blind accuracy for those two
+    scorers is 0.5 by construction (the report says so). ``scores``: ``SCORES_SCHEMA`` files
     (a path, a sequence, or a mapping label -> path such as {"unrefined": ..., "refined":
     ...}), pooled by (scorer, text_key); ``scorers`` restricts the scorers (default: every
     one in the files); a scorer lacking some text of a variant is left out of that variant
@@ -145,25 +154,33 @@ def audit_job(
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    variants: dict[str, pl.DataFrame] = {}
     main = prepare_candidates(pl.read_parquet(candidates), str(candidates))
+    sets: list[tuple[VariantInfo, pl.DataFrame]] = [(describe_variant(main), main)]
     why_empty: dict[str, str] = {}
     if refined_candidates is not None:
-        variants["unrefined"] = main
-        variants["refined"] = prepare_candidates(
-            pl.read_parquet(refined_candidates), str(refined_candidates)
+        refined = prepare_candidates(pl.read_parquet(refined_candidates), str(refined_candidates))
+        meta = read_parquet_metadata(refined_candidates)
+        info = describe_variant(
+            refined, meta, refinement_corpus or reference_name, refined_subset=True
         )
-        if variants["refined"].is_empty():
-            why_empty["refined"] = read_parquet_metadata(refined_candidates).get(
-                NOTE_KEY, "the refine stage gave no reason (an output of an older vlcomp)"
-            )
-    else:
-        variants["benchmark"] = main
+        if info.note:
+            info = VariantInfo(
+                info.key, info.label, info.balanced, f"{info.note} A subset of the "
+                f"`{sets[0][0].key}` items ({sets[0][0].label})."
+            )  # fmt: skip
+        sets.append((info, refined))
+    infos = unique_keys([info for info, _ in sets])
+    variants = {info.key: frame for info, (_, frame) in zip(infos, sets, strict=True)}
+    descriptions = {info.key: info for info in infos}
+    if refined_candidates is not None and sets[1][1].is_empty():
+        why_empty[infos[1].key] = read_parquet_metadata(refined_candidates).get(
+            NOTE_KEY, "the refine stage gave no reason (an output of an older vlcomp)"
+        )
     for name, frame in variants.items():
         why = f": {why_empty[name]}" if name in why_empty else ""
         log(
-            f"audit {benchmark}: {name}: {frame['item_id'].n_unique()} items, "
-            f"{frame.height} texts{why}"
+            f"audit {benchmark}: {name} ({descriptions[name].label}): "
+            f"{frame['item_id'].n_unique()} items, {frame.height} texts{why}"
         )
     paths = score_paths(scores)
     score_table = read_scores(paths)
@@ -190,6 +207,7 @@ def audit_job(
         familiarity_scorers=familiarity_scorers,
         tie_policy=tie_policy,
         min_count=min_count,
+        descriptions=descriptions,
     )
     for note in tables.notes:
         log(f"audit {benchmark}: note: {note}")
@@ -219,8 +237,9 @@ def audit_job(
 
     inputs = [
         *(
-            f"variant `{k}`: {v['item_id'].n_unique()} items, {v.height} candidate texts "
-            f"(benchmark name(s) {sorted(v['benchmark'].unique().to_list())})"
+            f"variant `{k}` ({descriptions[k].label}): {v['item_id'].n_unique()} items, "
+            f"{v.height} candidate texts (benchmark name(s) "
+            f"{sorted(v['benchmark'].unique().to_list())})"
             + (f"; empty because {why_empty[k]}" if k in why_empty else "")
             for k, v in variants.items()
         ),
@@ -233,7 +252,8 @@ def audit_job(
         + (parser_meta["parser"] if parser_meta else "nothing (reference not usable)"),
         f"model metric tables: {len(model_metrics)}",
     ]
-    blocks = audit_blocks(tables, benchmark, inputs, figures)
+    sizes = {k: (v["item_id"].n_unique(), v.height) for k, v in variants.items()}
+    blocks = audit_blocks(tables, benchmark, inputs, figures, sizes)
     md, page = out / "audit.md", out / "audit.html"
     _write_text(md, render_markdown(blocks, out))
     title = f"Audit of {benchmark} against {reference_name}"
@@ -250,18 +270,19 @@ def _figures(tables: AuditTables, benchmark: str, reference: str, out: Path) -> 
         figures["blind"] = out / "blind_accuracy.png"
         plot_blind_accuracy(
             tables.blind, tables.order_blind, benchmark, reference,
-            figures["blind"], out / "blind_accuracy.pdf",
+            figures["blind"], out / "blind_accuracy.pdf", tables.variants,
         )  # fmt: skip
     if tables.seen_shares is not None:
         figures["seen"] = out / "seen_shares.png"
         plot_seen_shares(
-            tables.seen_shares, benchmark, reference, figures["seen"], out / "seen_shares.pdf"
-        )
+            tables.seen_shares, benchmark, reference, figures["seen"], out / "seen_shares.pdf",
+            infos=tables.variants,
+        )  # fmt: skip
     if tables.composition is not None:
         figures["composition"] = out / "composition.png"
         plot_composition(
             tables.composition, benchmark, reference, figures["composition"],
-            out / "composition.pdf",
+            out / "composition.pdf", infos=tables.variants,
         )  # fmt: skip
     return figures
 
@@ -272,6 +293,8 @@ def headline(tables: AuditTables) -> dict[str, Any]:
     out: dict[str, Any] = {"reference_usable": tables.reference.usable}
     for row in tables.order_blind.filter(pl.col("type") == "all").iter_rows(named=True):
         v = out.setdefault(row["variant"], {})
+        info = tables.variants.get(row["variant"])
+        v["label"] = info.label if info else row["variant"]
         v["items"] = row["n_items"]
         v["same_words_share"] = round(row["share"], 4)
         v["ceiling_ties_wrong"] = round(row["ceiling_ties_wrong"], 4)

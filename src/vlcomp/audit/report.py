@@ -19,6 +19,8 @@ import polars as pl
 
 from vlcomp.refine.report import markdown_table
 
+_NUMBER_LIKE = re.compile(r"^(?:[+-]?\d|n/a)")
+
 Block = tuple[Any, ...]
 
 CSS = """
@@ -47,8 +49,26 @@ def _inline_html(text: str) -> str:
     return re.sub(r"`(.+?)`", r"<code>\1</code>", out)
 
 
+def _numeric(column: pl.Series) -> bool:
+    """Right-aligned: numbers, and text cells that are numbers with their count
+    ("0.424 (61 of 144)")."""
+    if column.dtype.is_numeric():
+        return True
+    if column.dtype != pl.String:
+        return False
+    values = column.drop_nulls().to_list()
+    return bool(values) and all(_NUMBER_LIKE.match(v) for v in values)
+
+
+def md_table(frame: pl.DataFrame, digits: int = 3) -> str:
+    """``markdown_table`` with share columns ("0.424 (61 of 144)") right-aligned too."""
+    lines = markdown_table(frame, digits).split("\n")
+    lines[1] = "|" + "|".join("---:" if _numeric(frame[c]) else "---" for c in frame.columns) + "|"
+    return "\n".join(lines)
+
+
 def html_table(frame: pl.DataFrame, digits: int = 3) -> str:
-    numeric = [frame[c].dtype.is_numeric() for c in frame.columns]
+    numeric = [_numeric(frame[c]) for c in frame.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in frame.columns)
     rows = []
     for row in frame.iter_rows():
@@ -76,7 +96,7 @@ def render_markdown(blocks: Sequence[Block], base: Path, digits: int = 3) -> str
         elif kind == "ul":
             parts.append("".join(f"- {item}\n" for item in block[1]))
         elif kind == "table":
-            parts.append(markdown_table(block[1], digits))
+            parts.append(md_table(block[1], digits))
         elif kind == "figure":
             link = Path(block[1]).resolve().relative_to(base.resolve()).as_posix()
             parts.append(f"![{block[2]}]({link})\n\n*{block[2]}*\n")
@@ -121,8 +141,26 @@ def render_html(blocks: Sequence[Block], title: str, digits: int = 3) -> str:
 # ------------------------------------------------------------------- the audit's content
 
 
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:.1f} %"
+def count_text(value: float) -> str:
+    """A count: an integer, or one decimal for a credit that is not whole (tie credit)."""
+    return str(round(value)) if abs(value - round(value)) < 1e-9 else f"{value:.1f}"
+
+
+def share_text(k: float | None, n: int | None, digits: int = 3) -> str:
+    """A share followed by its count: ``0.424 (61 of 144)``; ``n/a (0 of 0)`` for none."""
+    if k is None or not n:
+        return f"n/a (0 of {n or 0})"
+    return f"{k / n:.{digits}f} ({count_text(k)} of {n})"
+
+
+def _gap_text(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:+.3f}"
+
+
+def _with_share(frame: pl.DataFrame, k: str | pl.Expr, n: str | pl.Expr, name: str) -> pl.Series:
+    """A column of ``share_text`` cells of ``frame``."""
+    rows = frame.select(k=k, n=n).rows()
+    return pl.Series(name, [share_text(a, b) for a, b in rows], dtype=pl.String)
 
 
 def _wide(frame: pl.DataFrame, index: Sequence[str], on: str, value: str) -> pl.DataFrame:
@@ -134,15 +172,343 @@ def _wide(frame: pl.DataFrame, index: Sequence[str], on: str, value: str) -> pl.
     return wide.select(*index, *columns)
 
 
+def _variant_frame(tables: Any, counts: dict[str, tuple[int, int]]) -> pl.DataFrame:
+    rows = [(key, info.label, *counts.get(key, (0, 0))) for key, info in tables.variants.items()]
+    return pl.DataFrame(
+        rows,
+        schema={"variant": pl.String, "what it is": pl.String, "items": pl.Int64,
+                "candidate texts": pl.Int64},
+        orient="row",
+    )  # fmt: skip
+
+
+def _how_to_read(tables: Any, ref: str, ties_text: str) -> list[str]:
+    from vlcomp.audit.checks import RULE_TEXT
+
+    items = [
+        "**What is compared.** The candidate sets listed under *Variants* (each named by a key "
+        f"used in every table and figure) against the captions of `{ref}`. Every check is "
+        "text-only: no image is opened and no model is run (model accuracies appear only "
+        "when metric tables were given).",
+        "**Numbers.** Every share is written `0.424 (61 of 144)`: the share, then how many of "
+        "how many. Each table names the set its denominator counts: all items of the type "
+        "(`n_items`), the `paired` items (a binding on both sides), or bindings. "
+        f"Ties: {ties_text}.",
+        "**1. Blind baselines**: a text-only scorer well above 0.5 means the positive can be "
+        "told from its negatives without the image.",
+    ]
+    for key, info in tables.variants.items():
+        if info.balanced:
+            items.append(
+                f"On `{key}`, {' and '.join(info.balanced)} are at 0.5 **by construction** "
+                "(its refinement balanced them): not a finding about the benchmark."
+            )
+    items += [
+        "**2. Order-blind ceiling**: the best accuracy any model that ignores word order can "
+        "reach (pairs whose two captions have the same words tie).",
+        f"**3. BindSplit**: whether the (attribute, object) bindings of positives and "
+        f"negatives occur in `{ref}`. {RULE_TEXT['strict']}: a binding counts as seen only "
+        f"when `{ref}` has it with no other attribute on the object. {RULE_TEXT['loose']}: "
+        "also when it occurs there only next to other attributes. STRICT `seen` is therefore "
+        f'not "occurs in `{ref}`": that is LOOSE. Definitions at the start of section 3.',
+        f'**4. Familiarity shortcut**: how far "pick the caption whose bindings are more '
+        f'frequent in `{ref}`" gets, next to the blind scorers and any model.',
+    ]
+    return items
+
+
+def _definitions(ref: str, min_count: int) -> list[str]:
+    from vlcomp.audit.checks import EXCLUSIONS, PAIRED, RULE_TEXT
+    from vlcomp.splits.assign import BUCKETS
+
+    times = "one caption" if min_count == 1 else f"{min_count} captions"
+    exclusions = "; ".join(f"`{name}`: {why}" for name, why in EXCLUSIONS.items())
+    return [
+        "**binding**: an (attribute, object) pair of a caption's parse, e.g. (red, car) in "
+        '"a red car"; matched on the normalised attribute and the object\'s lemma; each '
+        "caption's bindings are counted once.",
+        f"**perfect**: `{ref}` has at least {times} in which this attribute is the only "
+        'attribute on this object ("a red car").',
+        f"**close**: not perfect, but `{ref}` has at least {times} in which the pair "
+        'occurs on an object that carries other attributes too ("a shiny red car").',
+        f"**none**: neither: the binding does not occur in `{ref}`.",
+        f"**STRICT** ({RULE_TEXT['strict']}): only perfect bindings count as seen. "
+        f"**LOOSE** ({RULE_TEXT['loose']}): perfect and close bindings count as seen.",
+        "**seen / mixed / unseen** (of one side: the positive, or the item's negatives "
+        "pooled, or the sample): all / some but not all / none of its bindings count as seen "
+        "under the rule. **no_binding**: the parser found no binding on that side.",
+        "**sample**: the positive with its negative(s). Its **bucket** says which of "
+        "(n_perfect, n_close, n_none) are non-zero over its distinct bindings (four for a "
+        f"swap of two bindings): seven buckets, {', '.join(f'`{b}`' for b in BUCKETS)}. "
+        "Under STRICT, `perfect` is seen, a bucket without perfect is unseen, the rest "
+        "mixed; under LOOSE, a bucket without none is seen, `none` is unseen, the rest mixed.",
+        "**Denominators**: the composition and the buckets are shares of all items of the "
+        f"type (`n_items`); the seen shares are shares of the `{PAIRED}` items (a binding on "
+        "both sides); the binding labels are shares of the side's distinct bindings "
+        f"(`n_bindings`). An item is left out of the seen shares for one of three reasons, "
+        f"counted per type: {exclusions}. n_items = {PAIRED} + the three; "
+        "`no_binding_both` is the sample's `no_binding` in the composition.",
+    ]
+
+
+def _headline(tables: Any, variant: str) -> str:
+    from vlcomp.audit.checks import ALL, PAIRED, RULE_TEXT
+
+    info = tables.variants[variant]
+    ob = tables.order_blind.filter((pl.col("variant") == variant) & (pl.col("type") == ALL))
+    if not ob.height:
+        return f"**{variant}** ({info.label}): no items, nothing to audit."
+    n = ob["n_items"][0]
+    text = f"**{variant}** ({info.label}; {n} items):"
+    blind = tables.blind.filter((pl.col("variant") == variant) & (pl.col("type") == ALL))
+    informative = blind.filter(~pl.col("scorer").is_in(list(info.balanced)))
+    if informative.height:
+        top = informative.sort("accuracy", "scorer", descending=[True, False]).row(0, named=True)
+        text += f" best blind scorer {top['scorer']} {share_text(top['correct'], top['n'])};"
+    if info.balanced:
+        text += f" {' and '.join(info.balanced)} at 0.5 by construction;"
+    items_same = ob["items_same_words"][0]
+    text += (
+        f" pairs with the same words {share_text(ob['same_words'][0], ob['n_pairs'][0])}; "
+        f"order-blind ceiling with ties wrong {share_text(n - items_same, n)}, with ties at "
+        f"chance {share_text(ob['ceiling_ties_chance'][0] * n, n)}"
+    )
+    if tables.seen_shares is not None:
+        for rule in ("strict", "loose"):
+            s = tables.seen_shares.filter(
+                (pl.col("variant") == variant) & (pl.col("type") == ALL) & (pl.col("rule") == rule)
+            )
+            if s.height and s["n_paired"][0]:
+                m = s["n_paired"][0]
+                text += (
+                    f"; {RULE_TEXT[rule]}, of the {m} {PAIRED} items: every binding seen for "
+                    f"positives {share_text(s['positive_seen'][0], m)} vs negatives "
+                    f"{share_text(s['negative_seen'][0], m)}"
+                )
+    return text + "."
+
+
+def _blind_blocks(tables: Any, ties_text: str) -> list[Block]:
+    from vlcomp.audit.checks import ALL
+
+    blocks: list[Block] = [
+        (
+            "p",
+            "Accuracy of each text-only scorer at preferring the positive caption without the "
+            f"image, of the items of the type; {ties_text}. `all`: over all items (micro); "
+            "`macro`: mean over types (no count: a mean of shares). Table `blind.parquet` has "
+            "the tie counts.",
+        )  # fmt: skip
+    ]
+    for key, info in tables.variants.items():
+        if info.note:
+            blocks.append(("p", f"**{key}** ({info.label}): {info.note}"))
+    if not tables.blind.height:
+        return [*blocks, ("p", "No scorer has scores for these candidates.")]
+    blind = tables.blind
+    cells = pl.Series(
+        "cell",
+        [
+            f"{acc:.3f} (mean of types)" if t == "macro" else share_text(c, n)
+            for t, c, n, acc in blind.select("type", "correct", "n", "accuracy").rows()
+        ],
+        dtype=pl.String,
+    )
+    labelled = blind.with_columns(cells, column=pl.format("{} ({})", "scorer", "variant"))
+    blocks.append(("table", _wide(labelled, ["type"], "column", "cell")))
+    ties = labelled.filter(pl.col("type") == ALL).select("variant", "scorer", "n", "ties")
+    blocks.append(("p", "Ties over all items (`n`: items):"))
+    blocks.append(("table", ties))
+    return blocks
+
+
+def _order_blind_table(ob: pl.DataFrame) -> pl.DataFrame:
+    return ob.select(
+        "variant",
+        "type",
+        "n_items",
+        "n_pairs",
+        _with_share(ob, "same_words", "n_pairs", "same-words pairs (of n_pairs)"),
+        pl.col("identical").alias("identical pairs"),
+        _with_share(ob, "items_same_words", "n_items", "items with a same-words negative"),
+        _with_share(
+            ob, pl.col("n_items") - pl.col("items_same_words"), "n_items",
+            "ceiling, ties wrong (items)",
+        ),
+        _with_share(
+            ob, pl.col("ceiling_ties_chance") * pl.col("n_items"), "n_items",
+            "ceiling, ties at chance (expected items)",
+        ),
+    )  # fmt: skip
+
+
+def _seen_table(seen: pl.DataFrame) -> pl.DataFrame:
+    from vlcomp.audit.checks import EXCLUSIONS, PAIRED, RULE_TEXT
+
+    return seen.select(
+        "variant",
+        "type",
+        pl.col("rule").replace_strict(RULE_TEXT, return_dtype=pl.String),
+        "n_items",
+        pl.col("n_paired").alias(PAIRED),
+        *EXCLUSIONS,
+        _with_share(seen, "positive_seen", "n_paired", f"positives seen (of {PAIRED})"),
+        _with_share(seen, "negative_seen", "n_paired", f"negatives seen (of {PAIRED})"),
+        pl.Series("gap (pos - neg)", [_gap_text(v) for v in seen["seen_gap"]], dtype=pl.String),
+    )
+
+
+def _share_wide(
+    frame: pl.DataFrame, index: Sequence[str], on: str, k: str, n: str, n_name: str | None
+) -> pl.DataFrame:
+    """``frame`` pivoted with ``share_text(k, n)`` cells; ``n`` kept as column ``n_name``
+    (one value per row of ``index``) unless None."""
+    cells = frame.with_columns(_with_share(frame, k, n, "_cell"))
+    if n_name is None:
+        return _wide(cells, index, on, "_cell")
+    return _wide(cells.with_columns(pl.col(n).alias(n_name)), [*index, n_name], on, "_cell")
+
+
+def _bindsplit_blocks(tables: Any, benchmark: str, figures: dict[str, Path]) -> list[Block]:
+    from vlcomp.audit.checks import PAIRED, RULE_TEXT
+
+    ref = tables.reference
+    blocks: list[Block] = [
+        (
+            "p",
+            "Captions are parsed with our parser; each distinct (attribute, object) binding "
+            f"is labelled against {ref.name}'s bindings table ({ref.n_captions} captions, "
+            f"{ref.n_bindings} distinct bindings). Definitions (BindSplit's):",
+        ),
+        ("ul", _definitions(ref.name, tables.min_count)),
+        ("p", "Per item labels, buckets and splits: `bindsplit_items.parquet`."),
+        ("h", 3, "Positives vs negatives whose bindings are all seen"),
+        (
+            "p",
+            f"Shares of the `{PAIRED}` items (a binding on both sides); the items left out "
+            "are counted by reason in the three `no_binding_*` columns. `gap`: positives' "
+            "share minus negatives' share.",
+        ),
+        ("table", _seen_table(tables.seen_shares)),
+    ]
+    if "seen" in figures:
+        blocks.append(
+            ("figure", figures["seen"],
+             f"{benchmark}: positives vs negatives with every binding seen, per type, over "
+             f"the {PAIRED} items ({RULE_TEXT['strict']}; {RULE_TEXT['loose']})")
+        )  # fmt: skip
+    blocks.append(("h", 3, "Split composition (shares of all items of the type)"))
+    blocks.append(
+        (
+            "p",
+            "Each side of each item is seen, mixed, unseen or no_binding; the four add up to "
+            "`n_items`. `negative` pools an item's negatives; `sample` is the positive with "
+            "its negative(s) (the BindSplit split).",
+        )
+    )
+    for rule in ("strict", "loose"):
+        part = tables.composition.filter(pl.col("rule") == rule)
+        blocks.append(("p", f"**{RULE_TEXT[rule]}**"))
+        blocks.append(
+            ("table", _share_wide(part, ["variant", "type", "side"], "split", "count", "n",
+                                  "n_items"))
+        )  # fmt: skip
+    if "composition" in figures:
+        blocks.append(
+            ("figure", figures["composition"],
+             f"{benchmark}: BindSplit composition, shares of all items of the type "
+             f"({RULE_TEXT['strict']}; {RULE_TEXT['loose']})")
+        )  # fmt: skip
+    if tables.buckets is not None:
+        blocks.append(("h", 3, "Buckets of the sample (shares of all items of the type)"))
+        sample = tables.buckets.filter(pl.col("side") == "sample")
+        blocks.append(
+            ("table", _share_wide(sample, ["variant", "type"], "bucket", "count", "n", "n_items"))
+        )
+    blocks.append(("h", 3, "Binding labels (shares of the side's distinct bindings)"))
+    blocks.append(
+        (
+            "table",
+            _share_wide(
+                tables.binding_labels,
+                ["variant", "type", "side"],
+                "label",
+                "bindings",
+                "n",
+                "n_bindings",
+            ),
+        )  # fmt: skip
+    )
+    return blocks
+
+
+def _familiarity_blocks(tables: Any, ties_text: str) -> list[Block]:
+    from vlcomp.audit.checks import MACRO
+
+    ref = tables.reference
+    blocks: list[Block] = [
+        (
+            "p",
+            'Accuracy of "pick the more familiar caption" rules, of the items of the type: '
+            "`bindings_strict` / `bindings_loose` pick the caption with the larger sum over "
+            f"its distinct bindings of log(1 + count in {ref.name}) (count: perfect_count, "
+            "resp. perfect_count + close_count; a caption without seen bindings scores 0, so "
+            f"it ties with another such caption); text scorers as in section 1; {ties_text}. "
+            "Models: their accuracy from the given metric tables (split `all`), chance "
+            "included.",
+        ),
+        (
+            "p",
+            "A sum of log counts never prefers a positive whose negative only *adds* "
+            "bindings (add_att, add_obj), and ties whenever both captions have the same or "
+            "no seen bindings; the second table per variant therefore gives, for the rules "
+            "and scorers, the items they decide (no tie, of all items) and their accuracy on "
+            "those (of the decided items).",
+        ),
+    ]
+    fam = tables.familiarity.filter(pl.col("type") != MACRO)
+    if not fam.height:
+        return [*blocks, ("p", "Nothing to compare (no rule, scorer or model table).")]
+    for variant in dict.fromkeys(fam["variant"].to_list()):
+        part = fam.filter(pl.col("variant") == variant)
+        label = tables.variants[variant].label if variant in tables.variants else variant
+        blocks.append(("p", f"**{variant}** ({label}): accuracy"))
+        blocks.append(("table", _share_wide(part, ["type"], "predictor", "correct", "n", None)))
+        decided = part.filter(pl.col("decided").is_not_null())
+        if not decided.height:
+            continue
+        long = pl.concat(
+            [
+                decided.select(
+                    "type",
+                    pl.format("{} decided", "predictor").alias("column"),
+                    _with_share(decided, "decided", "n", "value"),
+                ),
+                decided.select(
+                    "type",
+                    pl.format("{} acc. decided", "predictor").alias("column"),
+                    _with_share(decided, "wins", "decided", "value"),
+                ),
+            ]
+        )
+        order = {t: i for i, t in enumerate(dict.fromkeys(decided["type"].to_list()))}
+        long = long.with_columns(
+            _t=pl.col("type").replace_strict(order, return_dtype=pl.Int64)
+        ).sort("_t", maintain_order=True)
+        blocks.append(("p", f"**{variant}**: items decided, accuracy on decided items"))
+        blocks.append(("table", _wide(long.drop("_t"), ["type"], "column", "value")))
+    return blocks
+
+
 def audit_blocks(
     tables: Any,  # checks.AuditTables
     benchmark: str,
     inputs: Sequence[str],
     figures: dict[str, Path],
+    variant_sizes: dict[str, tuple[int, int]] | None = None,
 ) -> list[Block]:
-    """The report's blocks for ``tables`` (``vlcomp.audit.checks.AuditTables``)."""
-    from vlcomp.audit.checks import ALL, MACRO
-
+    """The report's blocks for ``tables`` (``vlcomp.audit.checks.AuditTables``);
+    ``variant_sizes``: variant key -> (items, candidate texts) for the variants table."""
     ref = tables.reference
     tie = tables.tie_policy
     ties_text = (
@@ -153,67 +519,27 @@ def audit_blocks(
     blocks: list[Block] = [("h", 1, f"Benchmark audit: {benchmark} (reference corpus: {ref.name})")]
     if ref.warning:
         blocks.append(("warn", ref.warning))
+    blocks.append(("h", 2, "How to read this"))
+    blocks.append(("ul", _how_to_read(tables, ref.name, ties_text)))
+    blocks.append(("h", 2, "Variants"))
+    blocks.append(("table", _variant_frame(tables, variant_sizes or {})))
+    blocks.append(("h", 2, "Inputs"))
     blocks.append(("ul", list(inputs)))
     blocks.append(
         ("p", f"Tie policy: `{tie}`: {ties_text}. Images are not used: every check is text-only.")
     )
 
-    # Headlines.
     blocks.append(("h", 2, "Headlines"))
-    lines = []
-    for variant in dict.fromkeys(tables.order_blind["variant"].to_list()):
-        ob = tables.order_blind.filter((pl.col("variant") == variant) & (pl.col("type") == ALL))
-        best = tables.blind.filter((pl.col("variant") == variant) & (pl.col("type") == ALL))
-        text = f"**{variant}** ({ob['n_items'][0]} items):"
-        if best.height:
-            top = best.sort("accuracy", "scorer", descending=[True, False]).row(0, named=True)
-            text += f" best blind scorer {top['scorer']} {_pct(top['accuracy'])};"
-        text += (
-            f" {ob['same_words'][0]} of {ob['n_pairs'][0]} pairs ({_pct(ob['share'][0])}) have "
-            f"the same words, order-blind ceiling {_pct(ob['ceiling_ties_wrong'][0])} (ties "
-            f"wrong) / {_pct(ob['ceiling_ties_chance'][0])} (ties at chance)"
-        )
-        if tables.seen_shares is not None:
-            for rule in ("strict", "loose"):
-                s = tables.seen_shares.filter(
-                    (pl.col("variant") == variant)
-                    & (pl.col("type") == ALL)
-                    & (pl.col("rule") == rule)
-                )
-                if s.height and s["n_paired"][0]:
-                    pos, neg = s["positive_seen_share"][0], s["negative_seen_share"][0]
-                    text += (
-                        f"; {rule.upper()}: bindings all seen for {_pct(pos)} of positives "
-                        f"vs {_pct(neg)} of negatives"
-                    )
-        lines.append(text + ".")
-    blocks.append(("ul", lines))
+    blocks.append(("ul", [_headline(tables, v) for v in tables.variants]))
     if tables.notes:
         blocks.append(("h", 3, "Notes"))
         blocks.append(("ul", list(tables.notes)))
 
-    # 1. Blind baselines.
     blocks.append(("h", 2, "1. Blind baselines (text only)"))
-    blocks.append(
-        (
-            "p",
-            "Accuracy of each text-only scorer at preferring the positive caption without the "
-            f"image; {ties_text}. `all`: over all items (micro); `macro`: mean over types. "
-            "Table `blind.parquet` has the tie counts.",
-        )  # fmt: skip
-    )
-    if tables.blind.height:
-        labelled = tables.blind.with_columns(column=pl.format("{} ({})", "scorer", "variant"))
-        blocks.append(("table", _wide(labelled, ["type"], "column", "accuracy")))
-        ties = labelled.filter(pl.col("type") == ALL).select("variant", "scorer", "n", "ties")
-        blocks.append(("p", "Ties over all items:"))
-        blocks.append(("table", ties))
-    else:
-        blocks.append(("p", "No scorer has scores for these candidates."))
+    blocks += _blind_blocks(tables, ties_text)
     if "blind" in figures:
         blocks.append(("figure", figures["blind"], f"{benchmark}: blind accuracy per type"))
 
-    # 2. Order-blind ceiling.
     blocks.append(("h", 2, "2. Order-blind ceiling"))
     blocks.append(
         (
@@ -221,103 +547,20 @@ def audit_blocks(
             "Pairs whose positive and negative are the same multiset of words (lower-cased; a "
             "word is a run of letters/digits, joined across an internal apostrophe). A model "
             "that ignores word order scores such two texts identically, so it ties on the "
-            "item: with ties counted wrong its accuracy is at most 1 - (items with such a "
-            "negative) / items (= 1 - share for one negative per item), with random "
-            "tie-breaking at most the mean of 1 / (1 + k) over items with k such negatives "
-            "(= 1 - share / 2 for pairs). `identical`: pairs whose two texts are equal.",
+            "item: with ties counted wrong it can get right at most the items without such a "
+            "negative; with random tie-breaking it expects 1 / (1 + k) of an item with k such "
+            "negatives (= 1 - share / 2 for pairs). `identical pairs`: same-words pairs whose "
+            "two texts are equal.",
         )  # fmt: skip
     )
-    blocks.append(("table", tables.order_blind))
+    blocks.append(("table", _order_blind_table(tables.order_blind)))
 
-    # 3. BindSplit.
     blocks.append(("h", 2, f"3. BindSplit binding overlap with {ref.name}"))
     if tables.seen_shares is None:
         blocks.append(("warn", ref.warning or "not computed"))
     else:
-        blocks.append(
-            (
-                "p",
-                "Captions are parsed with our parser; each distinct (attribute, object) "
-                f"binding is labelled against {ref.name}'s bindings table ({ref.n_captions} "
-                f"captions, {ref.n_bindings} distinct bindings): `perfect` (seen as a perfect "
-                f"binding at least {tables.min_count} time(s)), `close` (seen only as a close "
-                "binding), `none`. STRICT counts only perfect as seen, LOOSE perfect and "
-                "close. A caption is `seen` when all its bindings are, `unseen` when none is, "
-                "else `mixed`; `no_binding` when it has no binding. The negative side pools an "
-                "item's negatives; `sample` pools both sides (the BindSplit split). Per item "
-                "labels: `bindsplit_items.parquet`.",
-            )  # fmt: skip
-        )
-        blocks.append(("h", 3, "Positives vs negatives whose bindings are all seen"))
-        blocks.append(("p", "Over the items with a binding on both sides (`n_paired`)."))
-        blocks.append(("table", tables.seen_shares))
-        if "seen" in figures:
-            blocks.append(("figure", figures["seen"], f"{benchmark}: seen share per type"))
-        blocks.append(("h", 3, "Split composition (share of all items of the type)"))
-        for rule in ("strict", "loose"):
-            part = tables.composition.filter(pl.col("rule") == rule)
-            wide = _wide(part, ["variant", "type", "side", "n"], "split", "share")
-            blocks.append(("p", f"**{rule.upper()}**"))
-            blocks.append(("table", wide))
-        if "composition" in figures:
-            blocks.append(("figure", figures["composition"], f"{benchmark}: BindSplit composition"))
-        blocks.append(("h", 3, "Binding labels"))
-        labels = _wide(tables.binding_labels, ["variant", "type", "side", "n"], "label", "share")
-        blocks.append(("table", labels))
+        blocks += _bindsplit_blocks(tables, benchmark, figures)
 
-    # 4. Familiarity shortcut.
     blocks.append(("h", 2, "4. Familiarity shortcut"))
-    blocks.append(
-        (
-            "p",
-            'Accuracy of "pick the more familiar caption" rules: `bindings_strict` / '
-            "`bindings_loose` pick the caption with the larger sum over its distinct bindings "
-            f"of log(1 + count in {ref.name}) (count: perfect_count, resp. perfect_count + "
-            "close_count; a caption without seen bindings scores 0, so it ties with another "
-            f"such caption); text scorers as in section 1; {ties_text}. Models: their "
-            "accuracy from the given metric tables (split `all`), chance included.",
-        )  # fmt: skip
-    )
-    blocks.append(
-        (
-            "p",
-            "A sum of log counts never prefers a positive whose negative only *adds* "
-            "bindings (add_att, add_obj), and ties whenever both captions have the same or "
-            "no seen bindings; the second table per variant therefore gives, for the rules "
-            "and scorers, the share of items they decide (no tie) and their accuracy on "
-            "those (`accuracy_decided`).",
-        )  # fmt: skip
-    )
-    fam = tables.familiarity.filter(pl.col("type") != MACRO)
-    if fam.height:
-        for variant in dict.fromkeys(fam["variant"].to_list()):
-            part = fam.filter(pl.col("variant") == variant)
-            blocks.append(("p", f"**{variant}**: accuracy"))
-            blocks.append(("table", _wide(part, ["type"], "predictor", "accuracy")))
-            decided = part.filter(pl.col("decided").is_not_null())
-            if decided.height:
-                long = pl.concat(
-                    [
-                        decided.select(
-                            "type",
-                            pl.format("{} decided", "predictor").alias("column"),
-                            (pl.col("decided") / pl.col("n")).alias("value"),
-                        ),
-                        decided.select(
-                            "type",
-                            pl.format("{} acc. decided", "predictor").alias("column"),
-                            pl.col("accuracy_decided").alias("value"),
-                        ),
-                    ]
-                )
-                order = list(dict.fromkeys(decided["type"].to_list()))
-                long = long.with_columns(
-                    _t=pl.col("type").replace_strict(
-                        {t: i for i, t in enumerate(order)}, return_dtype=pl.Int64
-                    )
-                ).sort("_t", maintain_order=True)
-                blocks.append(("p", f"**{variant}**: share decided, accuracy on decided items"))
-                blocks.append(("table", _wide(long.drop("_t"), ["type"], "column", "value")))
-    else:
-        blocks.append(("p", "Nothing to compare (no rule, scorer or model table)."))
+    blocks += _familiarity_blocks(tables, ties_text)
     return blocks
