@@ -1,6 +1,7 @@
 """Importers of published benchmarks into the candidates contract (``CANDIDATES_SCHEMA``) and,
-for two-image benchmarks (Winoground, BiVLC, VisMin), the two-image contract
-(``TWO_IMAGE_SCHEMA``)."""
+for two-image benchmarks (Winoground, BiVLC, VisMin, COLA, ColorSwap, MMVP-VLM, EqBen), the
+two-image contract (``TWO_IMAGE_SCHEMA``). ``registry.FORMATS`` lists every format with its
+reader, options, shape, the authors' metrics and chance levels."""
 
 from vlcomp.importers.aro import (
     ARO_FILES,
@@ -11,6 +12,8 @@ from vlcomp.importers.aro import (
     symmetric_relation_items,
 )
 from vlcomp.importers.bivlc import read_bivlc_file
+from vlcomp.importers.cola import read_cola_file
+from vlcomp.importers.colorswap import read_colorswap_file
 from vlcomp.importers.common import (
     Imported,
     ImportFormatError,
@@ -21,6 +24,9 @@ from vlcomp.importers.common import (
     split_region,
 )
 from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
+from vlcomp.importers.eqben import read_eqben_file
+from vlcomp.importers.mmvp import read_mmvp_file
+from vlcomp.importers.registry import FORMATS, BenchmarkFormat, Metric
 from vlcomp.importers.sugarcrepe import (
     SUGARCREPE_TYPES,
     match_refined,
@@ -34,17 +40,22 @@ from vlcomp.importers.sugarcrepe_pp import (
     read_sugarcrepe_pp_file,
     sugarcrepe_pp_file_type,
 )
+from vlcomp.importers.valse import read_valse_file
 from vlcomp.importers.vismin import read_vismin_file
+from vlcomp.importers.vl_checklist import read_vl_checklist_file, vl_checklist_type
 from vlcomp.importers.winoground import read_winoground_file
 
 __all__ = [
     "ARO_FILES",
+    "FORMATS",
     "ORDER_PERTURBATIONS",
     "SUGARCREPE_PP_TYPES",
     "SUGARCREPE_TYPES",
     "SYMMETRIC_RELATIONS",
+    "BenchmarkFormat",
     "ImportFormatError",
     "Imported",
+    "Metric",
     "RecordError",
     "TwoImageImported",
     "aro_file_task",
@@ -54,15 +65,22 @@ __all__ = [
     "productivity_complexity",
     "read_aro_file",
     "read_bivlc_file",
+    "read_cola_file",
+    "read_colorswap_file",
     "read_crepe_csv",
+    "read_eqben_file",
+    "read_mmvp_file",
     "read_sugarcrepe_dir",
     "read_sugarcrepe_file",
     "read_sugarcrepe_pp_file",
+    "read_valse_file",
     "read_vismin_file",
+    "read_vl_checklist_file",
     "read_winoground_file",
     "split_region",
     "sugarcrepe_file_type",
     "sugarcrepe_pp_file_type",
     "sugarcrepe_type",
     "symmetric_relation_items",
+    "vl_checklist_type",
 ]

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import polars as pl
 
@@ -426,7 +426,7 @@ class TwoImageItem:
 
 def read_two_image_file(
     path: Path,
-    convert: Callable[[dict, str], TwoImageItem],
+    convert: Callable[[Any, str], TwoImageItem],
     *,
     id_field: str | None,
     id_required: bool = False,
@@ -446,10 +446,40 @@ def read_two_image_file(
     id``), items whose two captions or two images are equal.
     """
     check_on_error(on_error)
+    return two_image_items(
+        path,
+        read_records(path, on_error),
+        convert,
+        id_field=id_field,
+        id_required=id_required,
+        benchmark=benchmark,
+        prefix=prefix,
+        generator=generator,
+        on_error=on_error,
+    )
+
+
+def two_image_items(
+    path: Path,
+    records: Iterable[Record],
+    convert: Callable[[Any, str], TwoImageItem],
+    *,
+    id_field: str | None,
+    id_required: bool = False,
+    benchmark: str,
+    prefix: str,
+    generator: str,
+    on_error: OnError = "raise",
+) -> TwoImageImported:
+    """The two-image items of ``records`` (read from ``path``), as
+    :func:`read_two_image_file` describes. With ``id_field`` None a record need not be an
+    object (``convert`` checks its shape) and its key is its ``Record.key``, else its
+    position."""
+    check_on_error(on_error)
     label = source_label(path)
     rows = TwoImageRows()
     seen: set[str] = set()
-    for record in read_records(path, on_error):
+    for record in records:
         where = f"{path}, {record.location.replace('=', ' ', 1)}"
         raw = record.value if isinstance(record.value, str) else raw_json(record.value)
         if record.error:
@@ -459,7 +489,9 @@ def read_two_image_file(
             continue
         location = record.location
         try:
-            value = check_fields(record.value, (), where)
+            value = record.value
+            if id_field is not None:
+                value = check_fields(value, (), where)
             if id_field is not None and value.get(id_field) is not None:
                 key = record_key(value[id_field], id_field, where)
             elif id_required:

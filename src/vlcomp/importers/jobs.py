@@ -1,12 +1,15 @@
-"""Jobs: an imported benchmark (published SugarCrepe / SugarCrepe++ / ARO / CREPE files) as a
-candidate set, and a two-image benchmark (Winoground / BiVLC / VisMin) as a two-image set.
+"""Jobs: an imported benchmark (published SugarCrepe / SugarCrepe++ / ARO / CREPE / VALSE /
+VL-CheckList files) as a candidate set, and a two-image benchmark (Winoground / BiVLC /
+VisMin / COLA / ColorSwap / MMVP-VLM / EqBen) as a two-image set. The formats, their
+readers, options, shapes and metrics are listed in ``importers.registry``.
 
 ``import_benchmark_job`` reads the files a benchmark's config names and writes three tables
 that the common evaluation path reads like any other candidate set:
 
 - candidates (``CANDIDATES_SCHEMA``): ``benchmark`` is the configured name for every row; the
   published sub-benchmark stays in ``item_id`` (``sugarcrepe/<variant>/<type>/<key>``,
-  ``sugarcrepe_pp/<subset>/<key>``, ``aro_<task>/<index>``, ``crepe/<file stem>/<row>/<kind>``),
+  ``sugarcrepe_pp/<subset>/<key>``, ``aro_<task>/<index>``, ``crepe/<file stem>/<row>/<kind>``,
+  ``valse/<file stem>/<sample id>``, ``vl_checklist/<family>/<target>/<corpus>/<index>``),
   ``family`` / ``target`` and ``provenance`` (file and key). Every item has exactly one
   positive, except SugarCrepe++ items, which have TWO (``caption`` and its paraphrase
   ``caption2``) and one negative. ``image`` is the image reference as the published file
@@ -55,7 +58,7 @@ from vlcomp.importers.aro import (
     read_aro_file,
     symmetric_relation_items,
 )
-from vlcomp.importers.bivlc import read_bivlc_file
+from vlcomp.importers.cola import MULTI_OBJECT_FILE, SINGLE_OBJECT_PREFIX
 from vlcomp.importers.common import (
     ROW_SUFFIXES,
     Imported,
@@ -65,6 +68,15 @@ from vlcomp.importers.common import (
     split_region,
 )
 from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
+from vlcomp.importers.mmvp import QUESTIONS_FILE
+from vlcomp.importers.registry import (
+    CANDIDATES,
+    TWO_IMAGES,
+    TWO_POSITIVES,
+    formats_of,
+    options_of,
+)
+from vlcomp.importers.registry import FORMATS as REGISTRY
 from vlcomp.importers.sugarcrepe import (
     SUGARCREPE_TYPES,
     read_sugarcrepe_file,
@@ -75,15 +87,15 @@ from vlcomp.importers.sugarcrepe_pp import (
     read_sugarcrepe_pp_file,
     sugarcrepe_pp_file_type,
 )
-from vlcomp.importers.vismin import read_vismin_file
-from vlcomp.importers.winoground import read_winoground_file
+from vlcomp.importers.valse import VALSE_FILES, valse_file_piece
+from vlcomp.importers.vl_checklist import YAML_SUFFIXES, vl_checklist_type
 from vlcomp.io import write_parquet
 
 Log = Callable[[str], None]
-FORMATS = ("sugarcrepe", "sugarcrepe_pp", "aro", "crepe_csv")
-TWO_IMAGE_FORMATS = ("winoground", "bivlc", "vismin")
+FORMATS = formats_of(CANDIDATES, TWO_POSITIVES)
+TWO_IMAGE_FORMATS = formats_of(TWO_IMAGES)
 # positives per item, by format (SugarCrepe++: caption and caption2)
-POSITIVES = {"sugarcrepe_pp": 2}
+POSITIVES = {name: spec.positives for name, spec in REGISTRY.items() if spec.positives != 1}
 BOXES_SCHEMA: dict[str, pl.DataType] = {
     "item_id": pl.String,
     "x": pl.Int64,  # region box in pixels; all four null for a whole image
@@ -92,15 +104,7 @@ BOXES_SCHEMA: dict[str, pl.DataType] = {
     "height": pl.Int64,
     "complexity": pl.Int64,  # CREPE productivity: n from the file name; else null
 }
-_SOURCE_KEYS = {
-    "files",
-    "dir",
-    "images",
-    "tasks",
-    "kinds",
-    "drop_symmetric",
-    "symmetric_relations",
-}
+_SOURCE_KEYS = {"files", "dir", "images"}  # and the format's options
 _SHOWN = 10  # duplicates listed by name in the log
 
 
@@ -141,10 +145,18 @@ def import_benchmark_job(
       ``aro.SYMMETRIC_RELATIONS``) are reported; ``drop_symmetric: true`` rejects them.
     - ``crepe_csv``: ``{"files": [...], "kinds": [...]}``, CSV files or folders of them;
       ``kinds`` (default atom, comp) picks the systematicity hard-negative columns.
+    - ``valse``: ``{"files": [...], "validated_only": true, "image_folders": {}}``, VALSE
+      instrument files (``existence.json``, ``counting-hard.json``, ...) or a folder of them;
+      the caption against its foil, validated samples only unless ``validated_only`` is false.
+    - ``vl_checklist``: ``{"files": [...]}``, corpus YAMLs (``corpus/v1/<type>/<corpus>.yaml``,
+      naming their JSON file and image root) or ``data/`` JSON files, or folders searched
+      recursively (the YAMLs when there are any); the first positive against the first
+      negative.
 
     ``files`` may also be given as ``dir``, and as one path instead of a list; ``images`` is
     not read here (the image index resolves ``image`` against it). Returns a summary (items
-    per type and per file, rejected per reason, duplicates), which is also logged.
+    per type and per file, rejected per reason, duplicates, the authors' metrics), which is
+    also logged.
     """
     if fmt not in FORMATS:
         two = (
@@ -156,9 +168,7 @@ def import_benchmark_job(
     _check_name(benchmark)
     entries = _entries(source)
     symmetric = _symmetric_options(source) if fmt == "aro" else None
-    ignored = sorted(set(source) - _SOURCE_KEYS)
-    if ignored:
-        log(f"source keys not used by the import: {ignored}")
+    _log_ignored(fmt, source, log)
     skipped: list[str] = []
     parts: list[_Part] = []
     seen: dict[Path, Path] = {}
@@ -193,6 +203,7 @@ def import_benchmark_job(
     _check_positives(candidates, POSITIVES.get(fmt, 1))
 
     summary = _summary(fmt, benchmark, parts, candidates, boxes, rejected_frame, skipped)
+    _check_not_empty(summary, log)
     if symmetric is not None:
         summary["symmetric_relations"] = {
             relation: {"items": len(ids), "item_ids": ids}
@@ -206,6 +217,26 @@ def import_benchmark_job(
     write_parquet(rejected_frame, rejected_out)
     _log_summary(summary, log)
     return summary
+
+
+def _log_ignored(fmt: str, source: Mapping[str, Any], log: Log) -> None:
+    ignored = sorted(set(source) - _SOURCE_KEYS - set(REGISTRY[fmt].options))
+    if ignored:
+        log(f"source keys not used by the import: {ignored}")
+
+
+def _check_not_empty(summary: dict, log: Log) -> None:
+    """An import that yields no item stops, naming the files and why their records were
+    rejected (an empty benchmark would evaluate to nothing without saying so)."""
+    if summary["items"]:
+        return
+    reasons = "; ".join(f"{r}: {n}" for r, n in summary["rejected_per_reason"].items())
+    message = (
+        f"{summary['benchmark']} ({summary['format']}): no item in {summary['files']}: "
+        f"{summary['rejected']} records rejected" + (f" ({reasons})" if reasons else "")
+    )
+    log(message)
+    raise ImportFormatError(message)
 
 
 def _check_name(benchmark: object) -> None:
@@ -280,6 +311,7 @@ def _expand(
         if entry.is_file():
             files.append(entry)
             continue
+        why = f"not a {fmt} file name"
         if fmt == "sugarcrepe":
             nested = sorted(
                 d.name
@@ -302,6 +334,31 @@ def _expand(
             wanted = [entry / "examples.jsonl"] if (entry / "examples.jsonl").is_file() else []
             others = []
             expected = "Winoground examples.jsonl"
+        elif fmt == "mmvp_vlm":
+            wanted = [entry / QUESTIONS_FILE] if (entry / QUESTIONS_FILE).is_file() else []
+            others = []
+            expected = f"MMVP-VLM {QUESTIONS_FILE}"
+        elif fmt == "cola":
+            found = sorted(entry.glob("*.json"))
+            wanted = [p for p in found if p.name == MULTI_OBJECT_FILE]
+            others = [p for p in found if p.name.startswith(SINGLE_OBJECT_PREFIX)]
+            expected = f"COLA {MULTI_OBJECT_FILE}"
+            why = "COLA's single-object setting (scored by mAP) is not a two-image set"
+        elif fmt == "valse":
+            wanted = sorted(p for p in entry.glob("*.json") if valse_file_piece(p))
+            others = sorted(p for p in entry.glob("*.json") if not valse_file_piece(p))
+            expected = f"VALSE files ({', '.join(f'{n}.json' for n in VALSE_FILES)})"
+        elif fmt == "vl_checklist":
+            # a release root holds both corpus/ (YAML) and data/ (JSON): read the YAMLs then
+            found = sorted(p for s in YAML_SUFFIXES for p in entry.rglob(f"*{s}"))
+            found = found or sorted(entry.rglob("*.json"))
+            wanted = [p for p in found if vl_checklist_type(p)]
+            others = [p for p in found if not vl_checklist_type(p)]
+            expected = "VL-CheckList corpus YAMLs (corpus/<version>/...) or data/ JSON files"
+        elif fmt == "eqben":
+            wanted = sorted(entry.glob("*.json"))
+            others = []
+            expected = "EqBen *.json annotation files"
         elif fmt in TWO_IMAGE_FORMATS:
             wanted = sorted(
                 p for p in entry.iterdir() if p.is_file() and p.suffix.lower() in ROW_SUFFIXES
@@ -320,7 +377,7 @@ def _expand(
             raise ImportFormatError(f"{entry}: no {expected}")
         for other in others:
             skipped.append(str(other))
-            log(f"{other}: not a {fmt} file name; skipped")
+            log(f"{other}: {why}; skipped")
         files.extend(wanted)
     return files
 
@@ -349,6 +406,11 @@ def _read(fmt: str, path: Path, source: Mapping[str, Any], benchmark: str) -> _P
             )
         imported = read_aro_file(path, task, benchmark=benchmark, on_error="reject")  # type: ignore[arg-type]
         return _Part(path, imported, pl.lit(task), task=task)
+    if fmt != "crepe_csv":  # the registry's reader with the format's options
+        read = REGISTRY[fmt].reader
+        imported = read(path, benchmark=benchmark, on_error="reject", **options_of(fmt, source))
+        kind = pl.when(pl.col("target").is_null()).then(pl.col("family"))
+        return _Part(path, imported, kind.otherwise(pl.format("{}_{}", "family", "target")))
     kinds = source.get("kinds") or ("atom", "comp")
     if isinstance(kinds, str):
         kinds = [kinds]
@@ -484,11 +546,29 @@ def _summary(
         "duplicate_keys": duplicate_keys,
         "duplicate_content": _duplicate_content(candidates, boxes),
         "key_gaps": _key_gaps(candidates["provenance"], rejected) if fmt in _KEYED else {},
+        "authors_metrics": _authors_metrics(fmt),
         "notes": [],
     }
 
 
 _KEYED = {"sugarcrepe", "sugarcrepe_pp", *TWO_IMAGE_FORMATS}
+
+
+def _authors_metrics(fmt: str) -> list[dict]:
+    """The metrics the format's authors report (the headline first), as vlcomp's metric
+    tables name them, with chance (null: 1 / the item's candidates)."""
+    return [
+        {"metric": m.name, "chance": m.chance, "definition": m.definition}
+        for m in REGISTRY[fmt].metrics
+    ]
+
+
+def _log_metrics(summary: dict, log: Log) -> None:
+    shown = ", ".join(
+        f"{m['metric']} (chance {'1/candidates' if m['chance'] is None else round(m['chance'], 4)})"
+        for m in summary["authors_metrics"]
+    )
+    log(f"authors' metrics: {shown}; a tie counts as wrong")
 
 
 def _key_gaps(provenance: pl.Series, rejected: pl.DataFrame) -> dict[str, list[str]]:
@@ -544,15 +624,10 @@ def _log_summary(summary: dict, log: Log) -> None:
             log(f"  {relation}: {found['items']} items: {shown}")
     for note in summary["notes"]:
         log(f"note: {note}")
+    _log_metrics(summary, log)
 
 
 # --- two-image sets -----------------------------------------------------------------------
-
-_TWO_IMAGE_READERS: dict[str, Callable[..., TwoImageImported]] = {
-    "winoground": read_winoground_file,
-    "bivlc": read_bivlc_file,
-    "vismin": read_vismin_file,
-}
 
 
 def import_two_image_job(
@@ -576,6 +651,14 @@ def import_two_image_job(
       of them; item_id ``bivlc/<file stem>/<id or row>``.
     - ``vismin``: row files with ``image_0, text_0, image_1, text_1, category`` (``id``
       optional); item_id ``vismin/<file stem>/<id or row>``.
+    - ``cola``: ``COLA_multiobjects_matching_benchmark.json`` or the folder holding it;
+      item_id ``cola/<file stem>/<position>``.
+    - ``colorswap``: row files with ``caption_1, caption_2, image_1, image_2`` (``id``
+      optional); item_id ``colorswap/<file stem>/<id or row>``.
+    - ``mmvp_vlm``: ``Questions.csv`` or the folder holding it; item_id
+      ``mmvp_vlm/<id 1>-<id 2>`` (option ``text_prefix``).
+    - ``eqben``: JSON annotation files in pairs or folders of them; item_id
+      ``eqben/<file stem>/<key>``.
 
     A malformed record, a repeated id, equal captions or equal images make a rejected row
     (with the record's key), never a stopped import; a file that cannot be read raises naming
@@ -588,9 +671,8 @@ def import_two_image_job(
         )
     _check_name(benchmark)
     entries = _entries(source)
-    ignored = sorted(set(source) - {"files", "dir", "images"})
-    if ignored:
-        log(f"source keys not used by the import: {ignored}")
+    _log_ignored(fmt, source, log)
+    options = options_of(fmt, source)
     skipped: list[str] = []
     parts: list[tuple[Path, TwoImageImported]] = []
     seen: dict[Path, Path] = {}
@@ -600,7 +682,8 @@ def import_two_image_job(
             log(f"{path}: listed more than once (also as {seen[resolved]}); read once")
             continue
         seen[resolved] = path
-        imported = _TWO_IMAGE_READERS[fmt](path, benchmark=benchmark, on_error="reject")
+        read = REGISTRY[fmt].reader
+        imported = read(path, benchmark=benchmark, on_error="reject", **options)
         parts.append((path, imported))
         log(f"{path}: {imported.items.height} items, {imported.rejected.height} rejected rows")
     owner: dict[str, Path] = {}
@@ -615,6 +698,7 @@ def import_two_image_job(
     items = pl.concat([imported.items for _, imported in parts], how="vertical")
     rejected = pl.concat([imported.rejected for _, imported in parts], how="vertical")
     summary = _two_image_summary(fmt, benchmark, [p for p, _ in parts], items, rejected, skipped)
+    _check_not_empty(summary, log)
     write_parquet(items.select(list(TWO_IMAGE_SCHEMA)), items_out)
     write_parquet(rejected, rejected_out)
     _log_two_image_summary(summary, log)
@@ -662,6 +746,7 @@ def _two_image_summary(
         "duplicate_ids": duplicate_ids,
         "duplicate_content": duplicate_content,
         "key_gaps": _key_gaps(items["provenance"], rejected),
+        "authors_metrics": _authors_metrics(fmt),
         "notes": [],
     }
 
@@ -688,3 +773,4 @@ def _log_two_image_summary(summary: dict, log: Log) -> None:
     for source, gaps in summary["key_gaps"].items():
         shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
         log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
+    _log_metrics(summary, log)
