@@ -10,6 +10,9 @@ WORDNET_HOME := $(CURDIR)/resources/nltk_data
 # WordNet it finds there instead of fetching one).
 NLTK_DATA := $(WORDNET_HOME)$(if $(NLTK_DATA),:$(NLTK_DATA))
 CORES ?= all
+# pyproject.toml's test extra (CLIP_benchmark), installed without its dependencies
+TEST_DEPS = $(shell $(PYTHON) -c 'import tomllib; \
+  print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]))')
 
 export HF_HUB_OFFLINE := 1
 export NLTK_DATA
@@ -22,6 +25,7 @@ $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation -e .
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps $(TEST_DEPS)
 	touch $@
 
 $(WORDNET_HOME)/corpora/wordnet/lexnames: $(STAMP)

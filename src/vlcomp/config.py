@@ -12,6 +12,9 @@ from typing import Any
 import jsonschema
 import yaml
 
+from vlcomp.importers.registry import CANDIDATES, TWO_IMAGES, TWO_POSITIVES, formats_of
+from vlcomp.importers.registry import FORMATS as IMPORTED_FORMATS
+
 
 class ConfigError(ValueError):
     """A configuration problem; the message names the offending key or path."""
@@ -152,13 +155,13 @@ PRODUCED_PREFIX = "results/"
 EVAL_SET_SOURCES = {
     "visual_genome": ("dir",),
     "coco_captions": ("captions",),
-    **{fmt: ("files",) for fmt in ("sugarcrepe", "sugarcrepe_pp", "aro", "crepe_csv")},
-    **{fmt: ("files",) for fmt in ("winoground", "bivlc", "vismin")},
+    **{fmt: ("files",) for fmt in IMPORTED_FORMATS},
 }
-# Imported benchmarks by shape: 1+N candidate sets, two positives + a negative, two images.
-SET_FORMATS = ("sugarcrepe", "aro", "crepe_csv")
-TWO_POSITIVE_FORMATS = ("sugarcrepe_pp",)
-TWO_IMAGE_FORMATS = ("winoground", "bivlc", "vismin")
+# Imported benchmarks by shape (vlcomp.importers.registry): 1+N candidate sets, two
+# positives + a negative, two images.
+SET_FORMATS = formats_of(CANDIDATES)
+TWO_POSITIVE_FORMATS = formats_of(TWO_POSITIVES)
+TWO_IMAGE_FORMATS = formats_of(TWO_IMAGES)
 BENCHMARK_EVAL_FORMATS = {
     "crepe_systematicity": ("visual_genome",),
     "crepe_productivity": ("visual_genome",),

@@ -88,6 +88,17 @@ TWO_IMAGE_SCHEMA: dict[str, pl.DataType] = {
     "provenance": pl.String,  # free text: file, key, tags
 }
 
+# evaluate: per retrieval set (pairs included), added to a set benchmark's predictions
+# (evaluate.retrieval_sets.SET_PREDICTIONS_SCHEMA); counted per metric cell in the metric
+# table's n_indistinguishable / n_tied (evaluate.metrics.add_flag_counts).
+PREDICTION_FLAGS_SCHEMA: dict[str, pl.DataType] = {
+    # a negative has a positive's token ids under the model's tokenizer and context: the
+    # text tower reads the same input, so no weights can tell them apart
+    "indistinguishable": pl.Boolean,
+    # a negative with other token ids has exactly the best positive's similarity
+    "tied": pl.Boolean,
+}
+
 # refine: one text-only score per (scorer, text); higher = more likely / acceptable.
 SCORES_SCHEMA: dict[str, pl.DataType] = {
     "scorer": pl.String,

@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
+from html import unescape
 from pathlib import Path
 
 import polars as pl
@@ -165,6 +167,46 @@ def test_report(run_dir):
     result = snakemake(run_dir, "--report", "report.html", config=run_dir / "config.yaml")
     assert result.returncode == 0, result.stderr[-3000:]
     assert (run_dir / "report.html").stat().st_size > 10_000
+
+
+def report_data(html: str, name: str):
+    """An object the HTML report's app reads, embedded as ``var <name> = {...};``."""
+    found = re.search(rf'<script id="{name}">\s*var {name} = (.*?);\s*</script>', html, re.S)
+    assert found, f"no {name} in the report"
+    return json.loads(found[1])
+
+
+def test_report_explains_every_result(run_dir, tmp_path):
+    """Every result of the report has a caption rendered for its own job (its wildcards and
+    the models in the text, no RST error message) and sits under its benchmark."""
+    report = tmp_path / "report.html"
+    result = snakemake(run_dir, "--report", str(report), config=run_dir / "config.yaml")
+    assert result.returncode == 0, result.stderr[-3000:]
+    html = report.read_text()
+    results = report_data(html, "results")
+    rules = {entry["job_properties"]["rule"] for entry in results.values()}
+    assert {"figure_benchmark", "collect_metrics", "significance", "audit_benchmark",
+            "check_world_splits", "figure_world_heldout", "parser_quality"} <= rules  # fmt: skip
+    models = yaml.safe_load((run_dir / "config.yaml").read_text())["evaluate"]["models"]
+    captions = {path: unescape(entry["caption"]) for path, entry in results.items()}
+    for path, entry in results.items():
+        caption = captions[path]
+        assert "<p>" in caption and "system-message" not in caption, (path, caption)
+        wildcards = entry["job_properties"]["wildcards"]
+        for value in [w.split("=", 1)[1] for w in wildcards.split(", ") if w]:
+            assert f">{value}" in caption, (path, value, caption)
+        if entry["job_properties"]["rule"] == "figure_benchmark":
+            assert all(f">{model}<" in caption for model in models), (path, caption)
+    # each kind of figure is read its own way
+    assert "Recall@K" in captions["results/figures/retrieval.png"]
+    assert ">UC<" in captions["results/figures/crepe_systematicity.png"]
+    assert "complexity n" in captions["results/figures/crepe_productivity.png"]
+    categories = report_data(html, "categories")
+    figures = categories["Figures"]
+    assert {"pairs", "retrieval", "crepe_systematicity", "across benchmarks"} <= set(figures)
+    assert "results/figures/crepe_systematicity_bindsplit.png" in figures["crepe_systematicity"]
+    for name, subcategories in categories.items():
+        assert len(subcategories) == 1 or "Other" not in subcategories, (name, subcategories)
 
 
 def test_same_config_gives_byte_identical_parquet(run_dir, tmp_path):

@@ -8,7 +8,7 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.contracts import CANDIDATES_SCHEMA
+from vlcomp.contracts import CANDIDATES_SCHEMA, PREDICTION_FLAGS_SCHEMA
 from vlcomp.evaluate.embed import (
     EXCLUDED_SCHEMA,
     IMAGE_INDEX_SCHEMA,
@@ -125,9 +125,10 @@ def test_benchmark_job_pairs_parts_and_excluded(data, checkpoint):
     predictions = pl.read_parquet(out["predictions"])
     metrics = pl.read_parquet(out["metrics"])
     excluded = pl.read_parquet(out["excluded"])
-    assert predictions.schema == pl.Schema(SET_PREDICTIONS_SCHEMA)
+    assert predictions.schema == pl.Schema({**SET_PREDICTIONS_SCHEMA, **PREDICTION_FLAGS_SCHEMA})
     assert metrics.schema == pl.Schema(METRIC_SCHEMA)
     assert excluded.schema == pl.Schema(EXCLUDED_SCHEMA)
+    assert not predictions["indistinguishable"].any()
     assert excluded.select("part", "item_id", "image_id", "status").rows() == [
         ("c1", "b5", "5", "unreadable"), ("c1", "m4", "4", "missing"),
         ("c1", "u6", "6", "missing"),
@@ -180,6 +181,40 @@ def test_benchmark_job_with_sets_and_boxes(data, checkpoint):
     assert metrics["part"].null_count() == metrics.height
     assert pl.read_parquet(out[2]).height == 0
     assert pl.read_parquet(out[0])["n_candidates"].to_list() == [4] * 4
+
+
+def test_benchmark_job_flags_what_the_tokenizer_cannot_tell_apart(data, checkpoint):
+    """vlcomp-world-vit reads 32 tokens: a negative that changes only the 40th word reads
+    exactly as its positive (flagged indistinguishable, counted per metric cell and always
+    wrong); one that changes the 3rd word does not."""
+    folder, index_path = data
+    tail = " and a circle" * 12
+    sets = {
+        "late": ("0", [f"a red square{tail} and a star", f"a red square{tail} and a heart"]),
+        "early": ("1", [f"a green square{tail}", f"a blue square{tail}"]),
+        "case": ("2", ["a blue square", "a BLUE square"]),  # the tokenizer lower-cases
+    }
+    candidates(sets, "replace", "obj").write_parquet(folder / "long.parquet")
+    part = {"candidates": str(folder / "long.parquet"), "boxes": None, "splits": None,
+            "split_column": "split", "label": None}  # fmt: skip
+    out = [str(folder / f"{k}.parquet") for k in ("pred", "met", "exc")]
+    lines: list[str] = []
+    evaluate_benchmark_job("w", MODEL, checkpoint, SETTINGS, [part], index_path,
+                           str(folder / "cache"), *out, log=lines.append)  # fmt: skip
+    predictions = pl.read_parquet(out[0]).sort("item_id")
+    assert predictions.select("item_id", "indistinguishable").rows() == [
+        ("case", True), ("early", False), ("late", True)
+    ]  # fmt: skip
+    assert not predictions.filter(pl.col("indistinguishable"))["correct"].any()
+    assert not predictions["tied"].any()
+    metrics = pl.read_parquet(out[1])
+    model = metrics.filter(pl.col("model") == "w")
+    assert model["n_indistinguishable"].unique().to_list() == [2]
+    assert model["n_tied"].unique().to_list() == [0]
+    chance = metrics.filter(pl.col("model") == "chance")
+    assert chance.height and chance["n_indistinguishable"].null_count() == chance.height
+    assert pl.read_parquet_metadata(out[0])["tokenizer_context_length"] == "32"
+    assert any("2 indistinguishable to the tokenizer within its 32 tokens" in x for x in lines)
 
 
 def test_benchmark_job_stops_when_no_image_is_usable(data, checkpoint):

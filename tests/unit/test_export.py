@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -267,18 +266,175 @@ def test_sugarcrepe_file_layout_and_keys(eval_set, tmp_path):
 
 
 def test_clip_benchmark_loader_reads_the_export(eval_set, tmp_path):
-    """What CLIP_benchmark 1.6.2 does for ``sugar_crepe/<task>`` with ``--dataset_root``:
-    ``json.load(open(f"{root}/{task}.json"))`` and
-    ``Image.open(os.path.join(os.path.join(root, "val2017"), data["filename"]))``."""
-    root = str(tmp_path / "out")
-    manifest = export(eval_set, Path(root))
+    """CLIP_benchmark 1.6.2's own ``sugar_crepe/<type>`` loader with ``root`` at the export
+    gives every record's image (as evaluation sees it), caption and negative."""
+    from clip_benchmark.datasets.builder import build_dataset
+
+    root = tmp_path / "out"
+    manifest = export(eval_set, root)
+    seen, _ = expected_pairs(eval_set)
+    loaded = Counter()
     for task in manifest["counts"]["per_type"]:
-        ann = json.load(open(f"{root}/{task}.json"))  # noqa: SIM115 - as the loader does
-        for idx_str in list(ann.keys()):
-            data = ann[idx_str]
-            with Image.open(os.path.join(os.path.join(root, "val2017"), data["filename"])) as img:
-                img.load()
-            assert data["caption"] != data["negative_caption"]
+        dataset = build_dataset(
+            f"sugar_crepe/{task}", root=str(root), split="test", task="image_caption_selection"
+        )
+        assert len(dataset) == manifest["counts"]["per_type"][task]["records"]
+        for image, (caption, negative) in dataset:
+            loaded[(task, caption, negative, pixels(image.convert("RGB")))] += 1
+    assert loaded == seen
+
+
+def predictions_of(export_dir: Path, scores: dict[str, tuple[float, float]]) -> pl.DataFrame:
+    """Predictions (``SET_PREDICTIONS_SCHEMA`` columns tie_table reads) of every exported
+    item: (pos_score, neg_score) from ``scores`` by item_id, else (0.9, 0.1)."""
+    keys = pl.read_csv(export_dir / "keys.csv", infer_schema=False)
+    rows = []
+    for item_id, file in keys.select("item_id", "file").unique(maintain_order=True).iter_rows():
+        pos, neg = scores.get(item_id, (0.9, 0.1))
+        rows.append({
+            "model": "m", "benchmark": "toy_pairs", "part": None, "item_id": item_id,
+            "family": file.removesuffix(".json"), "n_candidates": 2, "n_positives": 1,
+            "rank": int(neg >= pos), "correct": pos > neg, "pos_score": pos, "neg_score": neg,
+        })  # fmt: skip
+    return pl.DataFrame(rows, schema_overrides={"part": pl.String})
+
+
+def test_tie_table_counts_ties_per_type(eval_set, tmp_path):
+    from vlcomp.export.clip_benchmark import format_ties, tie_table
+
+    out = tmp_path / "out"
+    export(eval_set, out)
+    predictions = tmp_path / "predictions.parquet"
+    scores = {
+        "c1/replace_att": (0.5, 0.5),  # a tie
+        "r1/replace_att": (0.2, 0.3),  # wrong
+        "c2/replace_obj": (0.4, 0.4),
+        "r2/replace_obj": (0.4000001, 0.4),  # indistinguishable, one ulp up: counted right
+    }
+    frame = predictions_of(out, scores).with_columns(
+        indistinguishable=pl.col("item_id") == "r2/replace_obj"
+    )
+    frame.write_parquet(predictions)
+    table = tie_table(out, predictions)
+    att = table.filter(pl.col("type") == "replace_att").row(0, named=True)
+    assert (att["records"], att["vlcomp_correct"], att["ties"], att["decided"]) == (4, 2, 1, 2)
+    assert att["tie_items"] == ["c1/replace_att"]
+    keys = pl.read_csv(out / "keys.csv", infer_schema=False)
+    assert att["tie_keys"] == keys.filter(pl.col("item_id") == "c1/replace_att")["key"].to_list()
+    assert att["vlcomp_accuracy"] == 0.5
+    assert (att["clip_benchmark_min"], att["clip_benchmark_max"]) == (0.5, 0.75)
+    obj = table.filter(pl.col("type") == "replace_obj").row(0, named=True)
+    assert obj["tie_items"] == ["c2/replace_obj", "r2/replace_obj"]
+    assert (obj["vlcomp_correct"], obj["decided"], obj["ties"]) == (
+        obj["records"] - 1,
+        obj["records"] - 2,
+        2,
+    )
+    text = format_ties(table, {"replace_att": 0.75})
+    assert "replace_att        4  0.5000     1   0.5000-0.7500   0.7500" in text
+    assert "replace_rel        3  1.0000     0          1.0000" in text
+    assert "ties in replace_att.json, key (item): " in text and "(c1/replace_att)" in text
+    # without the flag, an unequal pair is not a tie
+    frame.drop("indistinguishable").write_parquet(predictions)
+    assert tie_table(out, predictions).filter(pl.col("type") == "replace_obj")["ties"][0] == 1
+
+
+def test_tie_table_refuses_what_it_cannot_compare(eval_set, tmp_path):
+    from vlcomp.export.clip_benchmark import tie_table
+
+    out = tmp_path / "out"
+    export(eval_set, out)
+    frame = predictions_of(out, {})
+    path = tmp_path / "p.parquet"
+    frame.filter(pl.col("item_id") != "r2/replace_rel").write_parquet(path)
+    keys = pl.read_csv(out / "keys.csv", infer_schema=False)
+    line = keys["item_id"].to_list().index("r2/replace_rel") + 2
+    with pytest.raises(ValueError, match=f"keys.csv line {line}: item 'r2/replace_rel'"):
+        tie_table(out, path)
+    frame.with_columns(
+        n_candidates=pl.when(pl.col("item_id") == "c1/replace_att").then(3).otherwise(2)
+    ).write_parquet(path)
+    with pytest.raises(ValueError, match="'c1/replace_att' was scored among 3 candidates"):
+        tie_table(out, path)
+    pl.concat([frame, frame.with_columns(part=pl.lit("laion"))]).write_parquet(path)
+    with pytest.raises(ValueError, match="several parts"):
+        tie_table(out, path)
+    assert tie_table(out, path, part="laion")["records"].sum() == keys.height
+    with pytest.raises(FileNotFoundError, match="no keys.csv"):
+        tie_table(tmp_path, path)
+
+
+def test_manifest_gives_the_clip_benchmark_command(eval_set, tmp_path, monkeypatch):
+    """The manifest's command names the export's SugarCrepe types, turns amp off, and parses
+    with CLIP_benchmark's own argument parser."""
+    import shlex
+
+    from clip_benchmark import cli
+
+    manifest = export(eval_set, tmp_path / "out")
+    section = manifest["layout"]["clip_benchmark"]
+    assert section["version"] == "1.6.2"
+    types = sorted(manifest["counts"]["per_type"])
+    assert "swap_att" in types and set(types) <= set(SUGARCREPE_TYPES)
+    assert section["datasets"] == [f"sugar_crepe/{t}" for t in types]
+    args = shlex.split(section["command"])
+    assert args[:4] == ["python", "-m", "vlcomp.export.clip_benchmark", "eval"]
+    monkeypatch.setattr("sys.argv", ["clip_benchmark", *args[3:]])
+    _, parsed = cli.get_parser_args()
+    assert parsed.amp is False and parsed.dataset == section["datasets"]
+    assert parsed.dataset_root == "<this_folder>"
+    assert "fp32" in section["precision"] and "bf16" in section["precision"]
+    assert "(decided + ties) / records" in section["ties"]
+    assert "differ only on tied items" in manifest["tie_policy"]["note"]
+
+
+def test_clip_benchmark_without_our_types_has_no_command():
+    from vlcomp.export.sugarcrepe import clip_benchmark_section
+
+    section = clip_benchmark_section(["neg", "replace_obj"])
+    assert section["datasets"] == ["sugar_crepe/replace_obj"]
+    assert clip_benchmark_section(["neg"])["command"] is None
+
+
+def test_clip_benchmark_eval_registers_our_architectures(eval_set, tmp_path, capsys):
+    """`python -m vlcomp.export.clip_benchmark eval ...` runs CLIP_benchmark's CLI with our
+    architecture (a random vlcomp-world-rn here) and reports vlcomp's accuracy: the job
+    layer's evaluation of the same items (no ties with random weights)."""
+    import open_clip
+    import torch
+
+    from vlcomp.evaluate.jobs import evaluate_benchmark_job
+    from vlcomp.export.clip_benchmark import amp_warning, main, register_architectures, tie_table
+
+    assert register_architectures() == ["vlcomp-world-rn", "vlcomp-world-vit"]
+    assert amp_warning(["--no_amp"]) is None and "bf16" in amp_warning([])
+    torch.manual_seed(0)
+    checkpoint = tmp_path / "rn.pt"
+    torch.save(open_clip.create_model("vlcomp-world-rn").state_dict(), checkpoint)
+    out = tmp_path / "out"
+    manifest = export(eval_set, out)
+    predictions = tmp_path / "predictions.parquet"
+    evaluate_benchmark_job(
+        "rn", {"open_clip": "vlcomp-world-rn"}, str(checkpoint),
+        {"device": "cpu", "threads": 1, "batch_size": 8, "precision": "fp32", "workers": 0,
+         "bootstrap_resamples": 0},
+        [{"candidates": str(eval_set["candidates"]), "boxes": str(eval_set["boxes"])}],
+        str(eval_set["index"]), str(tmp_path / "cache"), str(predictions),
+        str(tmp_path / "metrics.parquet"), str(tmp_path / "excluded.parquet"), log=lambda _: None,
+    )  # fmt: skip
+    table = tie_table(out, predictions)
+    main([
+        "eval", "--dataset", *manifest["layout"]["clip_benchmark"]["datasets"],
+        "--dataset_root", str(out), "--model", "vlcomp-world-rn", "--pretrained",
+        str(checkpoint), "--no_amp", "--num_workers", "0", "--quiet",
+        "--output", str(tmp_path / "{dataset}.json"),
+    ])  # fmt: skip
+    assert table["ties"].sum() == 0
+    for row in table.iter_rows(named=True):
+        result = json.loads((tmp_path / f"sugar_crepe_{row['type']}.json").read_text())
+        assert result["model"] == "vlcomp-world-rn"
+        assert round(result["metrics"]["acc"] * row["records"]) == row["vlcomp_correct"], row
+    assert "warning" not in capsys.readouterr().err
 
 
 def test_manifest_contents(eval_set, tmp_path):

@@ -724,6 +724,35 @@ def test_non_english_equal_too_long_and_persistent_failures(tmp_path, server) ->
         assert json.loads(negs[pair]["provenance"])["attempt"] == 1
 
 
+def test_negatives_beyond_the_context_are_rejected_and_asked_again(tmp_path, server) -> None:
+    """With a context of 6 tokens a negative that changes only what comes after
+    "<start> A man riding a" is rejected like a failed check and asked for again: the next
+    attempt (seed + 1) may change something the tower reads, else the pair is dropped. Pairs
+    whose negative was read are kept as they were."""
+    from vlcomp.negatives.context import ContextCheck, identical_negatives
+
+    free = pl.read_parquet(run_pairs(tmp_path / "free", server)["candidates"])
+    check = ContextCheck(6)
+    unread = set(identical_negatives(free, check)["item_id"])
+    assert 0 < len(unread) < free.height // 4  # the test is not vacuous either way
+    out = run_pairs(tmp_path / "checked", server, job={"context_length": 6})
+    kept = pl.read_parquet(out["candidates"])
+    assert identical_negatives(kept, check).height == 0
+    read = ~pl.col("item_id").is_in(sorted(unread))
+    assert kept.filter(read).equals(free.filter(read))
+    again = negatives(out["candidates"])
+    retried = {i for i in unread if i in again}
+    assert all(json.loads(again[i]["provenance"])["attempt"] >= 1 for i in retried)
+    dropped = unread - retried
+    assert retried and dropped  # both outcomes happen with these captions
+    counts = rejections(out["rejections"])
+    reason = "context: identical within 6 tokens"
+    assert set(counts) <= {(r, f, t) for r in (reason, "dropped: max attempts")
+                           for f, t in FAMILY_TARGETS}  # fmt: skip
+    assert sum(n for (r, _, _), n in counts.items() if r == reason) >= len(unread)
+    assert sum(n for (r, _, _), n in counts.items() if r != reason) == len(dropped)
+
+
 def test_rerun_makes_zero_calls_and_writes_identical_bytes(tmp_path, server) -> None:
     first = run_pairs(tmp_path, server)
     files = [first["candidates"], first["boxes"], first["rejections"]]

@@ -139,3 +139,102 @@ def test_constant_columns_are_not_resampled_and_keep_their_value():
     assert (low[0], high[0]) == (alone_low[0], alone_high[0])
     assert low[0] < varying.mean() < high[0]
     assert low[1] == high[1] == 1 / 3
+
+
+# ------------------------------------------------- indistinguishable and tied retrieval sets
+
+
+def _scores(rows):
+    """(item_id, family, target, is_positive, text, similarity) -> SCORES_SCHEMA rows."""
+    from vlcomp.evaluate.embed import text_key
+    from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA
+
+    return pl.DataFrame(
+        [("m", "b", item, "0", fam, tgt, pos, None, text_key(text), sim)
+         for item, fam, tgt, pos, text, sim in rows],
+        schema=SCORES_SCHEMA, orient="row",
+    )  # fmt: skip
+
+
+def _tokens(tokenizer, texts):
+    from vlcomp.evaluate.jobs import token_ids
+
+    return token_ids(tokenizer, texts)
+
+
+LONG = "a red square" + " and a small circle" * 3  # 18 tokens with start and end
+
+
+def test_flags_follow_each_tokenizer_and_its_context():
+    """A negative that changes only the 10th word reads as its positive to a tower of 8
+    tokens, not to one of 77: the same scores get different flags per tokenizer."""
+    from open_clip.tokenizer import SimpleTokenizer
+
+    from vlcomp.evaluate.metrics import set_flags
+
+    rows = [
+        ("late", "replace", "obj", True, LONG + " near a star", 0.7),
+        ("late", "replace", "obj", False, LONG + " near a heart", 0.7),
+        ("early", "replace", "att", True, LONG, 0.6),
+        ("early", "replace", "att", False, LONG.replace("red", "blue"), 0.6),
+        ("early", "swap", "att", False, "a small square and a red circle", 0.2),
+    ]
+    scores = _scores(rows)
+    texts = [r[4] for r in rows]
+    short = set_flags(scores, _tokens(SimpleTokenizer(context_length=8), texts))
+    full = set_flags(scores, _tokens(SimpleTokenizer(context_length=77), texts))
+    keys = ["item_id", "family", "indistinguishable", "tied"]
+    assert short.select(keys).rows() == [
+        ("early", "replace_att", False, True),
+        ("early", "swap_att", False, False),
+        ("late", "replace_obj", True, False),
+    ]
+    # at 77 tokens the late change is read: the equal similarity is a tie, not an identity
+    assert full.select(keys).rows() == [
+        ("early", "replace_att", False, True),
+        ("early", "swap_att", False, False),
+        ("late", "replace_obj", False, True),
+    ]
+
+
+def test_flags_need_the_token_ids_of_every_text():
+    from vlcomp.evaluate.metrics import set_flags
+
+    scores = _scores([("i", "swap", "att", True, "a", 0.1), ("i", "swap", "att", False, "b", 0.2)])
+    with pytest.raises(ValueError, match="1 text"):
+        set_flags(scores, {scores["text_key"][0]: b"x"})
+
+
+def test_flag_counts_fill_every_cell_the_metric_table_has():
+    from vlcomp.evaluate.metrics import add_flag_counts
+    from vlcomp.evaluate.retrieval_sets import set_metric_table
+
+    preds = pl.DataFrame(
+        {
+            "model": "m", "benchmark": "b", "part": None, "image": "0",
+            "item_id": [f"i{k}" for k in range(6)],
+            "family": ["swap_att", "swap_att", "swap_att", "replace_obj", "replace_obj", "x_y"],
+            "split": ["seen", "unseen", "seen", "unseen", None, "seen"],
+            "complexity": [4, 4, 5, 5, 5, None],
+            "n_candidates": 2, "n_positives": 1, "rank": [1, 0, 1, 1, 0, 1],
+            "pos_score": 0.5, "neg_score": 0.4, "pos_text_key": "p", "neg_text_key": "n",
+            "indistinguishable": [True, False, True, False, False, True],
+            "tied": [False, False, False, True, False, False],
+        }
+    ).with_columns(correct=pl.col("rank") == 0, part=pl.lit(None, pl.String))  # fmt: skip
+    metrics = add_flag_counts(set_metric_table(preds, EvalSettings(resamples=0)), preds)
+    assert metrics.columns == list(METRIC_SCHEMA)
+    model = metrics.filter(pl.col("model") == "m")
+    assert model["n_indistinguishable"].null_count() == 0
+    cell = {(r["split"], r["family"], r["complexity"], r["metric"]): r
+            for r in model.iter_rows(named=True)}  # fmt: skip
+    assert cell[("all", "all", None, "accuracy_micro")]["n_indistinguishable"] == 3
+    assert cell[("all", "all", None, "accuracy_macro")]["n_tied"] == 1
+    assert cell[("seen", "all", None, "accuracy_micro")]["n_indistinguishable"] == 3
+    assert cell[("seen", "swap_att", 5, "accuracy")]["n_indistinguishable"] == 1
+    assert cell[("unseen", "replace_obj", None, "accuracy")]["n_tied"] == 1
+    assert cell[("all", "x_y", None, "accuracy")]["n_indistinguishable"] == 1
+    # every cell's counts are of its own n items
+    assert (model["n_indistinguishable"] <= model["n"]).all()
+    chance = metrics.filter(pl.col("model") == "chance")
+    assert chance["n_indistinguishable"].null_count() == chance.height

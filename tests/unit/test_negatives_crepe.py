@@ -336,6 +336,30 @@ def test_hn_atom_and_hn_comp_on_a_red_car(finder: FoilFinder) -> None:
     assert result.failures.filter(pl.col("level") == "item").height == 0
 
 
+def test_negatives_beyond_the_context_are_passed_over_and_counted(finder: FoilFinder) -> None:
+    """A text tower of 4 tokens reads "<start> a red <end>": an object foil ("a red bike")
+    reads as the positive and gives way to the next attribute foil; every HN-COMP negative
+    ("a red bike and ...") does, so the item has none."""
+    from vlcomp.negatives.context import ContextCheck
+
+    items = items_frame([item("car", "a red car", [("car", "car")], [(0, "red")])])
+    free = build_systematicity_negatives(items, finder, LengthScorer(), seed=3)
+    assert any(t.split()[1] == "red" for t in negatives(free, "car/atom"))  # object foils
+    check = ContextCheck(4)
+    result = build_systematicity_negatives(items, finder, LengthScorer(), seed=3, context=check)
+    atom = negatives(result, "car/atom")
+    assert len(atom) == 4 and all(t.split()[1] != "red" and t.endswith(" car") for t in atom)
+    assert not any(check.identical("a red car", t) for t in atom)
+    failures = {(r["level"], r["family"], r["reason"]): r["count"] for r in
+                result.failures.iter_rows(named=True)}  # fmt: skip
+    reason = "context: identical within 4 tokens"
+    passed = sum(t.split()[1] == "red" for t in negatives(free, "car/atom"))
+    assert failures[("negative", "atom", reason)] >= passed
+    assert failures[("negative", "comp", reason)] >= 6
+    assert failures[("item", "comp", "too_few_negatives")] == 1
+    assert set(result.candidates["item_id"]) == {"car/atom"}
+
+
 def test_candidates_carry_the_benchmark_name(finder: FoilFinder) -> None:
     items = items_frame([item("car", "a red car", [("car", "car")], [(0, "red")])])
     named = build_systematicity_negatives(items, finder, LengthScorer(), seed=3, benchmark="mine")

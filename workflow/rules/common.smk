@@ -215,6 +215,16 @@ def llm_api_slots():
     return LLMSettings.from_config(config["llm"]).max_concurrency
 
 
+def negatives_context_length():
+    """negatives.context_length resolved: auto is the smallest text context among the
+    evaluated models' open_clip configs (JSON files: no torch while parsing)."""
+    from vlcomp.negatives.context import resolve_context_length
+
+    return resolve_context_length(
+        config["negatives"]["context_length"], config["models"], EVAL_MODELS
+    )
+
+
 def set_eval_settings():
     """Settings of the candidate-set evaluation (retrieval sets, pairs, bootstrap CIs)."""
     settings = config["evaluate"]

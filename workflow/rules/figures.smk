@@ -4,7 +4,9 @@ rule figure_benchmark:
     output:
         png=report(
             "results/figures/{table}.png",
+            caption="../report/figure_benchmark.rst",
             category="Figures",
+            subcategory=lambda wc: table_benchmark(wc.table),
             labels={"figure": "{table}"},
         ),
         pdf="results/figures/{table}.pdf",
@@ -33,7 +35,9 @@ rule figure_crossover:
     output:
         png=report(
             "results/figures/crossover.png",
+            caption="../report/figure_crossover.rst",
             category="Figures",
+            subcategory="across benchmarks",
             labels={"figure": "crossover: own vs other training corpus"},
         ),
         pdf="results/figures/crossover.pdf",

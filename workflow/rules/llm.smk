@@ -11,7 +11,9 @@ rule llm_pairs:
         boxes="results/negatives/{benchmark}/boxes.parquet",
         rejections=report(
             "results/negatives/{benchmark}/rejections.parquet",
+            caption="../report/llm_rejections.rst",
             category="Benchmarks",
+            subcategory="{benchmark}",
             labels={"table": "LLM rejections by reason", "benchmark": "{benchmark}"},
         ),
         stats="results/negatives/{benchmark}/llm_stats.json",
@@ -29,6 +31,7 @@ rule llm_pairs:
         seed=config["negatives"]["seed"],
         families=lambda wc: BENCHMARKS[wc.benchmark]["families"],
         max_items=lambda wc: BENCHMARKS[wc.benchmark]["max_items"],
+        context_length=negatives_context_length(),
         cache="results/cache/llm",
     message:
         "LLM hard negatives (REPLACE / SWAP / ADD) for {wildcards.benchmark}"
@@ -73,6 +76,7 @@ rule llm_productivity:
         parse=config["parse"],
         settings=config["negatives"]["productivity"],
         seed=config["negatives"]["seed"],
+        context_length=negatives_context_length(),
         cache="results/cache/llm",
     message:
         "LLM captions for {wildcards.benchmark}'s walks of five atoms or more"

@@ -165,7 +165,9 @@ rule collect_metrics:
         parquet="results/metrics/{table}.parquet",
         csv=report(
             "results/metrics/{table}.csv",
+            caption="../report/metrics_table.rst",
             category="Metrics",
+            subcategory=lambda wc: table_benchmark(wc.table),
             labels={"table": "{table}"},
         ),
     log:
@@ -196,7 +198,9 @@ rule significance:
     output:
         tests=report(
             "results/stats/{benchmark}_mcnemar.parquet",
-            category="Statistics",
+            caption="../report/mcnemar.rst",
+            category="Comparisons",
+            subcategory="{benchmark}",
             labels={
                 "table": "McNemar (mid-p, BH) between models",
                 "benchmark": "{benchmark}",
@@ -224,7 +228,9 @@ rule crossover:
     output:
         report(
             "results/stats/crossover.parquet",
-            category="Statistics",
+            caption="../report/crossover_table.rst",
+            category="Comparisons",
+            subcategory="across benchmarks",
             labels={"table": "crossover: own vs other training corpus"},
         ),
     log:
@@ -258,7 +264,9 @@ rule split_composition:
         novelty="results/stats/{table}_twin_novelty.parquet",
         markdown=report(
             "results/stats/{table}_composition.md",
-            category="Statistics",
+            caption="../report/split_composition.rst",
+            category="Comparisons",
+            subcategory=lambda wc: table_benchmark(wc.table),
             labels={
                 "table": "split composition and matched contrasts",
                 "benchmark": "{table}",
@@ -306,10 +314,17 @@ rule metrics_summary:
         eval_sets=sorted(
             {f for b in summary_benchmarks().values() for f in b["eval_sets"]}
         ),
+        bindsplit_excluded=expand(
+            "results/metrics/{model}/{benchmark}_bindsplit_excluded.parquet",
+            model=EVAL_MODELS,
+            benchmark=benchmarks_of("crepe_systematicity"),
+        ),
     output:
         report(
             "results/metrics/summary.md",
+            caption="../report/metrics_summary.rst",
             category="Metrics",
+            subcategory="across benchmarks",
             labels={"table": "summary"},
         ),
     log:
@@ -317,7 +332,24 @@ rule metrics_summary:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        benchmarks=summary_benchmarks(),
+        # provenance: the eval set, the models' training corpora, the BindSplit tables
+        benchmarks={
+            name: {
+                **entry,
+                "eval_set": BENCHMARKS[name].get("eval_set"),
+                "models": {m: model_corpus(m) for m in EVAL_MODELS},
+                "bindsplit_excluded": (
+                    expand(
+                        "results/metrics/{model}/{name}_bindsplit_excluded.parquet",
+                        model=EVAL_MODELS,
+                        name=name,
+                    )
+                    if entry["kind"] == "crepe_systematicity"
+                    else []
+                ),
+            }
+            for name, entry in summary_benchmarks().items()
+        },
     message:
         "Markdown summary of every benchmark's metrics"
     script:

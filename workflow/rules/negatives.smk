@@ -22,7 +22,9 @@ rule systematicity_negatives:
         candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
         failures=report(
             "results/negatives/{benchmark}/{corpus}/failures.parquet",
+            caption="../report/systematicity_failures.rst",
             category="Benchmarks",
+            subcategory="{benchmark}",
             labels={
                 "table": "systematicity failures",
                 "benchmark": "{benchmark}/{corpus}",
@@ -38,6 +40,7 @@ rule systematicity_negatives:
     params:
         settings=config["negatives"]["systematicity"],
         seed=config["negatives"]["seed"],
+        context_length=negatives_context_length(),
     message:
         "CREPE systematicity negatives (HN-ATOM, HN-COMP) for {wildcards.benchmark} "
         "with {wildcards.corpus}'s vocabulary"
@@ -73,7 +76,9 @@ rule productivity_negatives:
         failures="results/negatives/{benchmark}/failures.parquet",
         summary=report(
             "results/negatives/{benchmark}/summary.parquet",
+            caption="../report/productivity_summary.rst",
             category="Benchmarks",
+            subcategory="{benchmark}",
             labels={"table": "productivity sizes", "benchmark": "{benchmark}"},
         ),
     log:
@@ -91,6 +96,7 @@ rule productivity_negatives:
     params:
         settings=config["negatives"]["productivity"],
         seed=config["negatives"]["seed"],
+        context_length=negatives_context_length(),
     message:
         "CREPE productivity for {wildcards.benchmark}: random walks, template captions, "
         "HN-ATOM/SWAP/NEG"
@@ -124,7 +130,9 @@ rule pairs_negatives:
         boxes="results/negatives/{benchmark}/boxes.parquet",
         failures=report(
             "results/negatives/{benchmark}/failures.parquet",
+            caption="../report/pair_failures.rst",
             category="Benchmarks",
+            subcategory="{benchmark}",
             labels={"table": "pair failures", "benchmark": "{benchmark}"},
         ),
     log:
@@ -135,6 +143,7 @@ rule pairs_negatives:
         "../envs/vlcomp.yaml"
     params:
         seed=config["negatives"]["seed"],
+        context_length=negatives_context_length(),
     message:
         "One-change hard negatives (replace/swap attribute, object, relation) for "
         "{wildcards.benchmark}"

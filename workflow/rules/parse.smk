@@ -31,6 +31,7 @@ rule parser_quality:
         table="results/parser/quality.parquet",
         markdown=report(
             "results/parser/quality.md",
+            caption="../report/parser_quality.rst",
             category="Parser",
             labels={"table": "parser precision/recall"},
         ),

@@ -49,7 +49,9 @@ rule blind_baselines:
     output:
         report(
             "results/blind/{benchmark}/{corpus}.parquet",
+            caption="../report/blind_baselines.rst",
             category="Blind baselines",
+            subcategory="{benchmark}",
             labels={"benchmark": "{benchmark}", "scorers trained on": "{corpus}"},
         ),
     log:
@@ -73,7 +75,9 @@ rule refine_benchmark:
         accuracy="results/refine/{benchmark}/{corpus}/blind_accuracy.parquet",
         png=report(
             "results/figures/refine_{benchmark}_{corpus}.png",
+            caption="../report/refinement_figure.rst",
             category="Figures",
+            subcategory="{benchmark}",
             labels={"figure": "refinement gaps", "benchmark": "{benchmark}/{corpus}"},
         ),
         pdf="results/figures/refine_{benchmark}_{corpus}.pdf",
@@ -100,7 +104,9 @@ rule priors:
         heatmap="results/priors/{model}/{benchmark}_heatmap.parquet",
         png=report(
             "results/figures/priors_{model}_{benchmark}.png",
+            caption="../report/priors_figure.rst",
             category="Figures",
+            subcategory="{benchmark}",
             labels={
                 "figure": "linguistic priors",
                 "model": "{model}",
@@ -132,7 +138,9 @@ rule audit_benchmark:
     output:
         report=report(
             "results/audit/{benchmark}/{corpus}/audit.md",
+            caption="../report/audit.rst",
             category="Audit",
+            subcategory="{benchmark}",
             labels={"benchmark": "{benchmark}", "reference corpus": "{corpus}"},
         ),
     log:
@@ -158,7 +166,9 @@ rule sugarcrepe_audit:
     output:
         report(
             "results/audit/sugarcrepe/audit.md",
+            caption="../report/sugarcrepe_audit.rst",
             category="Audit",
+            subcategory="published SugarCrepe",
             labels={"table": "SugarCrepe blind audit"},
         ),
     log:

@@ -82,7 +82,9 @@ rule check_world_splits:
     output:
         report(
             "results/splits/{evalset}/{corpus}_agreement.json",
+            caption="../report/split_agreement.rst",
             category="Splits",
+            subcategory="{evalset}",
             labels={
                 "table": "agreement with the world's hold-outs",
                 "corpus": "{corpus}",
@@ -155,7 +157,9 @@ rule figure_world_heldout:
     output:
         png=report(
             "results/figures/{benchmark}_heldout.png",
+            caption="../report/heldout_figure.rst",
             category="Figures",
+            subcategory="{benchmark}",
             labels={"figure": "held-in vs held-out", "benchmark": "{benchmark}"},
         ),
         pdf="results/figures/{benchmark}_heldout.pdf",

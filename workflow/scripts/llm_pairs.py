@@ -20,4 +20,5 @@ with job_log(snakemake.log[0]) as log:
         parse_settings=snakemake.params.parse,
         families=snakemake.params.families or None,
         max_items=snakemake.params.max_items,
+        context_length=snakemake.params.context_length,
     )

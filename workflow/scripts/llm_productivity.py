@@ -22,4 +22,5 @@ with job_log(snakemake.log[0]) as log:
         parse_settings=snakemake.params.parse,
         template_summary=snakemake.input.summary,
         summary_out=snakemake.output.summary,
+        context_length=snakemake.params.context_length,
     )

@@ -14,4 +14,5 @@ with job_log(snakemake.log[0]) as log:
         snakemake.output.boxes,
         snakemake.output.failures,
         log,
+        context_length=snakemake.params.context_length,
     )

@@ -16,4 +16,5 @@ with job_log(snakemake.log[0]) as log:
         snakemake.output.failures,
         snakemake.output.summary,
         log,
+        context_length=snakemake.params.context_length,
     )

@@ -21,5 +21,6 @@ with job_log(snakemake.log[0]) as log:
         out_regions=Path(snakemake.output.regions),
         assignments=Path(snakemake.input.splits),
         benchmark=snakemake.wildcards.benchmark,
+        context_length=snakemake.params.context_length,
     )
     log(f"wrote {snakemake.output.candidates}")

@@ -9,9 +9,10 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
-from vlcomp.contracts import ITEMS_KEY
+from vlcomp.contracts import ITEMS_KEY, PREDICTION_FLAGS_SCHEMA
 from vlcomp.evaluate.embed import (
     UNREADABLE,
     ImageRef,
@@ -24,8 +25,9 @@ from vlcomp.evaluate.embed import (
     open_model,
     progress_bar,
     read_image_index,
+    text_key,
 )
-from vlcomp.evaluate.metrics import EvalSettings, retrieval_table
+from vlcomp.evaluate.metrics import EvalSettings, add_flag_counts, retrieval_table, set_flags
 from vlcomp.evaluate.models import provenance
 from vlcomp.evaluate.retrieval_sets import (
     SET_PREDICTIONS_SCHEMA,
@@ -47,7 +49,10 @@ def collect_metrics(
     """Stack per-model metric tables; chance rows, identical across models, are kept once.
     ``kind``: the benchmark's kind (crepe_systematicity, pairs, ...), written in a ``kind``
     column after ``benchmark`` (which holds the benchmark's name)."""
-    frame = pl.concat([pl.read_parquet(t) for t in tables]).unique(maintain_order=True)
+    # diagonal: a model's table written before a column was added still stacks (null there)
+    frame = pl.concat([pl.read_parquet(t) for t in tables], how="diagonal_relaxed").unique(
+        maintain_order=True
+    )
     if kind is not None:
         at = frame.columns.index("benchmark") + 1
         frame = frame.with_columns(kind=pl.lit(kind, pl.String)).select(
@@ -72,8 +77,9 @@ def evaluate_benchmark_job(
 ) -> None:
     """Job: score one model on one benchmark of retrieval sets (CREPE sets, imported
     benchmarks, pairs: a pair is a set of two) and write per-set predictions
-    (``SET_PREDICTIONS_SCHEMA``), the metric table (``METRIC_SCHEMA``) and the items left out
-    (``EXCLUDED_SCHEMA``).
+    (``SET_PREDICTIONS_SCHEMA`` with ``PREDICTION_FLAGS_SCHEMA``: sets the model's tokenizer
+    cannot tell apart, and ties), the metric table (``METRIC_SCHEMA``, with the flags counted
+    per cell) and the items left out (``EXCLUDED_SCHEMA``).
 
     ``parts``: the benchmark's candidate sets, each {"candidates": path, "boxes": path or
     None, "splits": path or None, "split_column": str, "label": str or None}, e.g. one part
@@ -127,23 +133,70 @@ def evaluate_benchmark_job(
         for item_id, image in bad.select("item_id", "image").unique().iter_rows():
             excluded.append((label, item_id, image, UNREADABLE, unreadable[image]))
         if scored.height:
+            flags = set_flags(scored, token_ids(loaded.tokenizer, candidates["text"].to_list()))
+            # a set the tokenizer cannot tell apart is wrong however its floats round
+            ranked = (
+                rank_sets(scored)
+                .join(
+                    flags, on=["model", "benchmark", "item_id", "family"], how="left",
+                    maintain_order="left",
+                )
+                .with_columns(
+                    correct=pl.col("correct") & ~pl.col("indistinguishable").fill_null(False)
+                )
+            )  # fmt: skip
             ranked = attach_splits(
-                rank_sets(scored), splits, part.get("split_column", "split"), split_keys(boxes)
+                ranked, splits, part.get("split_column", "split"), split_keys(boxes)
             )
             predictions.append(ranked.with_columns(part=pl.lit(label, pl.String)))
     _stop_if_nothing_left(excluded, total, image_index, log)
-    stacked = pl.concat(predictions) if predictions else pl.DataFrame(schema=SET_PREDICTIONS_SCHEMA)
-    metrics = set_metric_table(stacked, eval_settings)
+    schema = {**SET_PREDICTIONS_SCHEMA, **PREDICTION_FLAGS_SCHEMA}
+    stacked = (pl.concat(predictions) if predictions else pl.DataFrame(schema=schema)).select(
+        list(schema)
+    )
+    metrics = add_flag_counts(set_metric_table(stacked, eval_settings), stacked)
     meta = {
         **model_metadata(model_key, loaded),
         **eval_settings.metadata(),
         "parts": ",".join(str(p.get("label")) for p in parts),
         "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
     }
+    context = getattr(loaded.tokenizer, "context_length", None)
+    if context is not None:
+        meta["tokenizer_context_length"] = str(context)
+    _log_flags(stacked, context, log)
     write_evaluation(
         stacked, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
     )
     log_summary(metrics, log)
+
+
+def token_ids(
+    tokenizer: Callable[[list[str]], Any], texts: Sequence[str], batch: int = 1024
+) -> dict[str, bytes]:
+    """text_key -> the text's token ids (bytes) under ``tokenizer`` (texts -> (texts,
+    context) ids, e.g. a loaded model's), for ``metrics.set_flags``."""
+    unique = list(dict.fromkeys(texts))
+    out: dict[str, bytes] = {}
+    for start in range(0, len(unique), batch):
+        chunk = unique[start : start + batch]
+        ids = np.asarray(tokenizer(chunk), dtype=np.int64)
+        out.update((text_key(t), row.tobytes()) for t, row in zip(chunk, ids, strict=True))
+    return out
+
+
+def _log_flags(predictions: pl.DataFrame, context: int | None, log: Log) -> None:
+    """Per part: sets the tokenizer cannot tell apart, and ties."""
+    within = f" within its {context} tokens" if context is not None else ""
+    for (part,), frame in sorted(
+        predictions.group_by(["part"]), key=lambda g: (g[0][0] is not None, g[0][0] or "")
+    ):
+        label = f" [{part}]" if part is not None else ""
+        n_same, n_tied = int(frame["indistinguishable"].sum()), int(frame["tied"].sum())
+        log(
+            f"{frame.height} sets{label}: {n_same} indistinguishable to the tokenizer{within} "
+            f"(a negative reads as a positive), {n_tied} tied (other input, equal similarity)"
+        )
 
 
 def retrieval_job(

@@ -12,12 +12,21 @@ bootstrap interval over items, plus rows for model ``"chance"`` (the expectation
 random ranking). The resampling of a cell is seeded from (seed, benchmark, [part,] split,
 family, complexity), so every model and the chance rows of one cell are resampled with the
 same items (paired), and the same config gives the same bytes.
+
+Indistinguishable items and ties (retrieval sets and pairs): an item is
+*indistinguishable* for a model when a negative tokenises to the same ids as a positive
+under that model's tokenizer and context (the text tower reads the same input: it cannot
+tell them apart, whatever its weights); it is *tied* when a negative that the tokenizer
+does tell apart gets exactly the best positive's similarity. Both count as wrong (tie
+policy); ``set_flags`` marks them per item and ``add_flag_counts`` counts them per metric
+cell (``n_indistinguishable``, ``n_tied``; null for chance rows and for evaluations that do
+not count them).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from math import comb
 from typing import Any
@@ -44,7 +53,15 @@ METRIC_SCHEMA: dict[str, pl.DataType] = {
     "complexity": pl.Int64,  # null: every complexity (and every row of benchmarks without one)
     "ci_low": pl.Float64,  # percentile bootstrap interval over items; null with 0 resamples
     "ci_high": pl.Float64,
+    # of the n items, those whose positive and a negative tokenise alike (set_flags), and
+    # those tied with a negative the tokenizer tells apart; null: not counted (chance rows,
+    # evaluations other than retrieval sets and pairs)
+    "n_indistinguishable": pl.Int64,
+    "n_tied": pl.Int64,
 }
+FLAG_COUNT_COLUMNS = ("n_indistinguishable", "n_tied")
+# The metric cell of a METRIC_SCHEMA row (with ``metric``, one row).
+CELL_KEYS = ("model", "benchmark", "part", "split", "family", "complexity")
 
 # Per-query ranks of image<->text retrieval (``retrieval_ranks``).
 RANKS_SCHEMA: dict[str, pl.DataType] = {
@@ -234,16 +251,97 @@ def metric_rows(
 
 
 def metric_frame(rows: Sequence[tuple]) -> pl.DataFrame:
-    """``METRIC_SCHEMA`` frame from ``metric_rows`` tuples (NaN bounds become null)."""
-    table = pl.DataFrame(list(rows), schema=METRIC_SCHEMA, orient="row")
-    return table.with_columns(pl.col("ci_low", "ci_high").fill_nan(None)).unique(
-        maintain_order=True
+    """``METRIC_SCHEMA`` frame from ``metric_rows`` tuples (NaN bounds become null; the flag
+    counts null, see ``add_flag_counts``)."""
+    base = {c: t for c, t in METRIC_SCHEMA.items() if c not in FLAG_COUNT_COLUMNS}
+    table = pl.DataFrame(list(rows), schema=base, orient="row")
+    return (
+        table.with_columns(pl.col("ci_low", "ci_high").fill_nan(None))
+        .with_columns(pl.lit(None, METRIC_SCHEMA[c]).alias(c) for c in FLAG_COUNT_COLUMNS)
+        .unique(maintain_order=True)
     )
 
 
 def split_order(splits: Sequence[str | None]) -> list[str]:
     """ "all" first, then every other split name, sorted; null splits only count in "all"."""
     return [ALL, *sorted({s for s in splits if s is not None} - {ALL})]
+
+
+# ----------------------------------------------------- indistinguishable and tied items
+
+
+def set_flags(scores: pl.DataFrame, tokens: Mapping[str, Hashable]) -> pl.DataFrame:
+    """Per retrieval set (model, benchmark, item_id, family = the negative type, as
+    ``retrieval_sets.rank_sets`` forms them): ``indistinguishable``, a negative whose token
+    ids equal a positive's, and ``tied``, a negative with other token ids whose similarity
+    equals the best positive's (``contracts.PREDICTION_FLAGS_SCHEMA``).
+
+    ``scores``: ``retrieval_sets.SCORES_SCHEMA`` rows; ``tokens``: text_key -> the text's
+    token ids under the model's tokenizer and context (anything hashable), for every
+    text_key of ``scores``."""
+    from vlcomp.evaluate.retrieval_sets import negative_type
+
+    item = ["model", "benchmark", "item_id"]
+    columns = [*item, "family", "flag_ids", "is_positive", "similarity"]
+    if not scores.height:
+        return pl.DataFrame(schema={c: pl.String for c in (*item, "family")}).with_columns(
+            indistinguishable=pl.lit(None, pl.Boolean), tied=pl.lit(None, pl.Boolean)
+        )
+    missing = sorted(set(scores["text_key"].to_list()) - set(tokens))
+    if missing:
+        raise ValueError(f"set_flags: {len(missing)} text(s) without token ids, e.g. {missing[0]}")
+    codes: dict[Hashable, int] = {}
+    code_of = {key: codes.setdefault(ids, len(codes)) for key, ids in tokens.items()}
+    frame = scores.with_columns(
+        family=negative_type(pl.col("family"), pl.col("target")),
+        flag_ids=pl.col("text_key").replace_strict(code_of, return_dtype=pl.Int64),
+    ).select(columns)
+    positives = (
+        frame.filter(pl.col("is_positive"))
+        .group_by(item)
+        .agg(pos_ids=pl.col("flag_ids").unique(), best=pl.col("similarity").max())
+    )
+    same = pl.col("pos_ids").list.contains(pl.col("flag_ids"))
+    return (
+        frame.filter(~pl.col("is_positive"))
+        .join(positives, on=item, how="inner")
+        .group_by([*item, "family"])
+        .agg(
+            indistinguishable=same.any(),
+            tied=(~same & (pl.col("similarity") == pl.col("best"))).any(),
+        )
+        .sort([*item, "family"])
+    )
+
+
+def add_flag_counts(metrics: pl.DataFrame, predictions: pl.DataFrame) -> pl.DataFrame:
+    """``metrics`` with ``n_indistinguishable`` and ``n_tied`` of every model row counted
+    from the per-item flags of ``predictions`` (``SET_PREDICTIONS_SCHEMA`` with
+    ``PREDICTION_FLAGS_SCHEMA``) over the cell's items, as ``retrieval_sets.set_metric_table``
+    forms cells: split "all" and each named split, family "all" and each negative type,
+    complexity null (all) and each level. Chance rows keep null."""
+    flags = [c for c in ("indistinguishable", "tied") if c in predictions.columns]
+    if len(flags) < 2 or not predictions.height:
+        return metrics
+    if "part" not in predictions.columns:
+        predictions = predictions.with_columns(part=pl.lit(None, pl.String))
+    rows = predictions.select(*CELL_KEYS, *flags)
+    for column, everything in (("split", pl.lit(ALL)), ("family", pl.lit(ALL)),
+                               ("complexity", pl.lit(None, pl.Int64))):  # fmt: skip
+        named = pl.col(column).is_not_null()
+        if column != "complexity":
+            named &= pl.col(column) != ALL
+        rows = pl.concat([rows.with_columns(everything.alias(column)), rows.filter(named)])
+    counts = rows.group_by(CELL_KEYS).agg(
+        n_indistinguishable=pl.col("indistinguishable").sum().cast(pl.Int64),
+        n_tied=pl.col("tied").sum().cast(pl.Int64),
+    )
+    order = list(metrics.columns) + [c for c in FLAG_COUNT_COLUMNS if c not in metrics.columns]
+    return (
+        metrics.drop(FLAG_COUNT_COLUMNS, strict=False)
+        .join(counts, on=list(CELL_KEYS), how="left", nulls_equal=True, maintain_order="left")
+        .select(order)
+    )
 
 
 # --------------------------------------------------------------------------- retrieval

@@ -46,8 +46,12 @@ TIE_POLICY_NOTE = (
     "vlcomp counts a tie as wrong (a positive must score strictly above every negative); "
     "CLIP_benchmark's image_caption_selection task takes torch.argmax, which resolves a tie "
     "to the first candidate, i.e. to the positive caption (SugarCrepe) or the matching "
-    "caption / image (Winoground), and so counts a tie as right. Scores of tied items can "
-    "therefore differ between the two tools; vlcomp's per-item predictions list the ties."
+    "caption / image (Winoground), and so counts a tie as right when its float32 scores are "
+    "bit-equal; rounding in its batched products can also put a tie one ulp either way. With "
+    "CLIP_benchmark in float32 (--no_amp) the two tools differ only on tied items; vlcomp's "
+    "per-item predictions of a model (<metrics>/<model>/<benchmark>_predictions.parquet) hold "
+    "the similarities that show them (python -m vlcomp.export.clip_benchmark ties lists those "
+    "of a SugarCrepe export)."
 )
 
 

@@ -8,7 +8,9 @@ because CLIP_benchmark (1.6.2, ``build_dataset("sugar_crepe/<type>", root)``) re
 ``<root>/<type>.json`` and opens ``os.path.join(<root>/val2017, filename)`` (and downloads
 COCO val2017 into ``<root>`` when that folder does not exist), so an export folder is a
 CLIP_benchmark ``--dataset_root`` as it stands; SugarCrepe's own evaluation script takes the
-image folder as ``--coco_image_root``.
+image folder as ``--coco_image_root``. The manifest's ``layout.clip_benchmark`` gives the
+command that returns vlcomp's numbers (``vlcomp.export.clip_benchmark``: our architectures
+registered, ``--no_amp``) and how ties make the two differ.
 
 Images come from the eval set's image index: a whole image is hard-linked (or copied) under
 its own file name, an item with a box gets its region cut out as evaluation cuts it and
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -222,10 +224,7 @@ def write_sugarcrepe(
             "types_not_read_by_sugarcrepe_loaders": sorted(
                 t for t in records if t not in SUGARCREPE_TYPES
             ),
-            "clip_benchmark": (
-                "clip_benchmark eval --dataset sugar_crepe/<type> --dataset_root <this folder> "
-                "(reads <root>/<type>.json, images from <root>/val2017)"
-            ),
+            "clip_benchmark": clip_benchmark_section(sorted(records)),
         },
         "counts": {
             "items": sum(items_per_type.values()),
@@ -235,6 +234,74 @@ def write_sugarcrepe(
             "per_type": per_type,
         },
         "left_out": left_out,
+    }
+
+
+# --------------------------------------------------------------------------- CLIP_benchmark
+
+# Here, not in export.clip_benchmark: the export job reaches this module, and the workflow's
+# environment has no CLIP_benchmark.
+CLIP_BENCHMARK_VERSION = "1.6.2"
+COMMAND = "python -m vlcomp.export.clip_benchmark"
+MODEL_ARGS = "--model <architecture> --pretrained <weights>"
+PLACEHOLDERS = {
+    "<this_folder>": "this export folder (CLIP_benchmark's --dataset_root)",
+    "<architecture>": "the model's open_clip architecture (models.<key>.open_clip)",
+    "<weights>": (
+        "its checkpoint file (results/models/<key>/checkpoint.pt for a model the workflow "
+        "trains) or open_clip pretrained tag"
+    ),
+}
+TIES_COMMAND = f"{COMMAND} ties <this_folder> <metrics>/<model>/<benchmark>_predictions.parquet"
+PRECISION_NOTE = (
+    "--no_amp: float32, as vlcomp evaluates on a CPU (and on a GPU with evaluate.precision: "
+    "fp32). CLIP_benchmark's default autocasts (bf16 on a CPU, fp16 on CUDA), which turns "
+    "close pairs into ties that it counts right; vlcomp's GPU default (auto: bf16) has no "
+    "CLIP_benchmark equivalent."
+)
+TIES_NOTE = (
+    "A tie (positive and negative equally similar, or indistinguishable to the model's "
+    "tokenizer) is wrong in vlcomp; CLIP_benchmark's argmax counts it right only when its two "
+    "float32 scores come out bit-equal, which its image @ texts.T product does not guarantee "
+    "(one or two ulps either way), so each tie goes either way there. Every other record "
+    "scores the same: CLIP_benchmark's acc (= text_acc) lies between decided / records and "
+    "(decided + ties) / records of the type (decided: vlcomp's correct untied records), and "
+    "equals vlcomp's accuracy without ties. The ties depend on the model: its predictions "
+    "(<metrics>/<model>/<benchmark>_predictions.parquet: pos_score == neg_score, or "
+    f"indistinguishable) hold them; `{TIES_COMMAND}` lists them per type with their keys and "
+    "the range."
+)
+
+
+def eval_command(types: Sequence[str]) -> str:
+    """The command that scores an export's SugarCrepe ``types`` with CLIP_benchmark as
+    vlcomp does (``PLACEHOLDERS``: the export folder, the model's architecture and weights)."""
+    datasets = " ".join(f"sugar_crepe/{t}" for t in types)
+    return f"{COMMAND} eval --dataset {datasets} --dataset_root <this_folder> {MODEL_ARGS} --no_amp"
+
+
+def clip_benchmark_section(types: Sequence[str]) -> dict[str, object]:
+    """How to score an export with CLIP_benchmark, for its manifest: the command for the
+    ``types`` its loader reads, precision, metric and tie policy (``export.clip_benchmark``
+    runs the command and lists the ties)."""
+    readable = sorted(t for t in types if t in SUGARCREPE_TYPES)
+    return {
+        "version": CLIP_BENCHMARK_VERSION,
+        "command": eval_command(readable) if readable else None,
+        "placeholders": PLACEHOLDERS,
+        "datasets": [f"sugar_crepe/{t}" for t in readable],
+        "registers": (
+            f"`{COMMAND} eval` registers vlcomp's open_clip architectures, then runs "
+            "`clip_benchmark eval` with the same arguments; for open_clip's own architectures "
+            "`clip_benchmark eval` with the same arguments does the same"
+        ),
+        "reads": (
+            "<root>/<type>.json, images from <root>/val2017 (where val2017 is missing it "
+            "downloads COCO val2017)"
+        ),
+        "precision": PRECISION_NOTE,
+        "metric": "acc (= text_acc; image_acc is 1: a record has one image)",
+        "ties": TIES_NOTE,
     }
 
 

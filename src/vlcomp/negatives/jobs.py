@@ -14,6 +14,7 @@ import polars as pl
 
 from vlcomp.io import write_parquet
 
+from .context import make_check
 from .pairs import GENERATOR, pair_boxes, template_pairs
 from .productivity import productivity_benchmark, read_scene_graphs
 from .productivity_negatives import GraphVocabulary, lexicon_attribute_kinds, lexicon_foils
@@ -29,13 +30,17 @@ def pairs_job(
     boxes_out: str,
     failures_out: str,
     log: Log = print,
+    context_length: int | None = None,
 ) -> None:
     """The pair benchmark (one positive, one negative per item) of an evaluation set's
-    items: candidates, the items' boxes and failure counts by reason."""
+    items: candidates, the items' boxes and failure counts by reason. ``context_length``:
+    the text encoders' context (``negatives.context``); None: no context check."""
     items = pl.read_parquet(eval_items)
-    candidates, failures = template_pairs(items, seed, benchmark)
+    candidates, failures = template_pairs(items, seed, benchmark, make_check(context_length))
     boxes = pair_boxes(candidates, items)
     metadata = {"seed": str(seed), "benchmark": benchmark, "generator": GENERATOR}
+    if context_length is not None:
+        metadata["context_length"] = str(context_length)
     write_parquet(candidates, candidates_out, metadata=metadata)
     write_parquet(boxes, boxes_out, metadata=metadata)
     write_parquet(failures, failures_out, metadata=metadata)
@@ -57,10 +62,12 @@ def productivity_job(
     failures_out: str,
     summary_out: str,
     log: Log = print,
+    context_length: int | None = None,
 ) -> None:
     """CREPE productivity on a Visual Genome folder; HN-ATOM foils and attribute kinds from
     the folder's own scene graphs and the generic lexicon (``attribute_kinds`` in
-    ``settings`` overrides the lexicon's kinds)."""
+    ``settings`` overrides the lexicon's kinds). ``context_length``: the text encoders'
+    context (``negatives.context``); None: no context check."""
     vocabulary = GraphVocabulary.from_graphs(read_scene_graphs(Path(vg_dir)))
     kinds = lexicon_attribute_kinds(vocabulary.attributes)
     log(
@@ -78,6 +85,7 @@ def productivity_job(
         lexicon_foils(vocabulary),
         out_summary=Path(summary_out),
         benchmark=benchmark,
+        context=make_check(context_length),
     )
     for row in summary.iter_rows(named=True):
         log(str(row))

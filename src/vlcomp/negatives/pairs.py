@@ -18,6 +18,10 @@ items (``BOXES_SCHEMA``: a region item is evaluated on its crop; a null box is t
 image) and failure counts by reason (``graph_edits.REASONS``; one per item and edit kind
 without an edit). Each item's edits are drawn from its own generator, seeded from (seed,
 crc32(item id)), so the same inputs give the same files.
+
+With a ``context.ContextCheck`` an edit whose text tokenises like the caption within the
+text encoders' context (a change after the last token they read) is dropped and counted as
+``<family> <target>: context: identical within N tokens``.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, conform
 
+from .context import ContextCheck
 from .graph_edits import ImageContents, Vocabulary, edit_caption
 
 GENERATOR = "template:graph-edit"
@@ -62,10 +67,11 @@ def image_contents(items: list[dict[str, Any]]) -> dict[str, ImageContents]:
 
 
 def template_pairs(
-    items: pl.DataFrame, seed: int, benchmark: str
+    items: pl.DataFrame, seed: int, benchmark: str, context: ContextCheck | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Candidates (one positive + one negative per pair item) and failure counts by
-    reason. The boxes of the pair items are ``pair_boxes(candidates, items)``."""
+    reason. The boxes of the pair items are ``pair_boxes(candidates, items)``. ``context``:
+    drop (and count) edits identical to the caption within its context."""
     rows = conform(items, EVAL_ITEMS_SCHEMA, "eval items").sort("item_id").to_dicts()
     ids = Counter(row["item_id"] for row in rows)
     repeated = sorted(i for i, n in ids.items() if n > 1)
@@ -84,6 +90,9 @@ def template_pairs(
         edits, failed = edit_caption(text, item, contents[_image_key(item)], vocab, rng)
         failures.update(failed)
         for edit in edits:
+            if context is not None and context.identical(text, edit.text):
+                failures[f"{edit.family} {edit.target}: {context.reason}"] += 1
+                continue
             common = {
                 "benchmark": benchmark,
                 "item_id": f"{item['item_id']}/{edit.family}_{edit.target}",

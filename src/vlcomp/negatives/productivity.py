@@ -27,8 +27,9 @@ Failure units, by reason prefix: ``image:`` counts images (the scene graph has f
 atoms than n, so no walk was tried); ``walk:`` / ``crop:`` count walk attempts (family
 null); ``item:`` counts items of a family dropped for want of negatives; ``negative:``
 counts edits tried and rejected (true of the scene graph, duplicate text) — also for items
-that were kept. ``input:`` counts scene-graph objects and relationships that could not be
-read.
+that were kept; ``context:`` counts them too: edits whose text tokenises like the positive
+within the text encoders' context (``context.ContextCheck``; the next edit takes the
+place). ``input:`` counts scene-graph objects and relationships that could not be read.
 
 Randomness: every (image, n) has its own generator seeded from (seed, crc32(image id), n),
 and every (walk, family) one from (seed, crc32(image id), n, walk, family), so an image's
@@ -53,6 +54,7 @@ from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.ingest.visual_genome import image_sizes, scene_graphs
 from vlcomp.io import write_parquet
 
+from .context import ContextCheck
 from .productivity_graph import (
     SceneGraph,
     SceneObject,
@@ -340,16 +342,18 @@ def _family_result(
     settings: ProductivitySettings,
     foils: FoilProvider | None,
     rank_texts: TextRanker | None = None,
+    context: ContextCheck | None = None,
 ) -> FamilyResult:
     k, leading = settings.negatives_per_type, settings.leading_attributes
     if family == "atom":
         return atom_negatives(
-            graph, pattern, positive, foils, rng, k, settings.foil_forbid, leading, rank_texts
-        )
+            graph, pattern, positive, foils, rng, k, settings.foil_forbid, leading, rank_texts,
+            context,
+        )  # fmt: skip
     if family == "swap":
         kind = attribute_kinds(settings.attribute_kinds)
-        return swap_negatives(graph, pattern, positive, rng, k, kind, leading)
-    return negation_negatives(graph, pattern, positive, rng, k, leading)
+        return swap_negatives(graph, pattern, positive, rng, k, kind, leading, context)
+    return negation_negatives(graph, pattern, positive, rng, k, leading, context)
 
 
 def _provenance(
@@ -374,6 +378,7 @@ def build_image(
     foils: FoilProvider | None,
     rank_texts: TextRanker | None = None,
     benchmark: str = BENCHMARK,
+    context: ContextCheck | None = None,
 ) -> ImageOutput:
     """Candidates, item rows and failure counts of one image, all complexities."""
     out = ImageOutput()
@@ -389,12 +394,14 @@ def build_image(
             for family in settings.families:
                 rng = np.random.default_rng([seed, key, n, kept.index, FAMILIES.index(family)])
                 result = _family_result(
-                    family, graph, pattern, positive, rng, settings, foils, rank_texts
+                    family, graph, pattern, positive, rng, settings, foils, rank_texts, context
                 )
                 if result.true_of_scene:
                     out.failures[(REJECTED_TRUE, family, n)] += result.true_of_scene
                 if result.duplicate:
                     out.failures[(REJECTED_DUPLICATE, family, n)] += result.duplicate
+                if context is not None and result.context:
+                    out.failures[(context.reason, family, n)] += result.context
                 reason = result.failure(settings.min_negatives)
                 if reason is not None:
                     out.failures[(reason, family, n)] += 1
@@ -523,6 +530,7 @@ def productivity_benchmark(
     out_summary: Path | None = None,
     rank_texts: TextRanker | None = None,
     benchmark: str = BENCHMARK,
+    context: ContextCheck | None = None,
 ) -> pl.DataFrame:
     """Build the benchmark from ``vg_dir`` and write its tables; returns the summary.
 
@@ -535,7 +543,8 @@ def productivity_benchmark(
     ``item: no foil``.
     ``rank_texts`` (optional) orders each atom's foils by the plausibility of the edited
     caption, e.g. ``lambda texts: wordnet_foils.rank(texts, scorer)``. ``benchmark``
-    names the candidates' benchmark and prefixes their item ids.
+    names the candidates' benchmark and prefixes their item ids. ``context`` drops (and
+    counts) negatives identical to their positive within the text encoders' context.
     """
     s = (
         settings
@@ -552,7 +561,7 @@ def productivity_benchmark(
         if graph.image_id in seen:
             raise ValueError(f"{vg_dir}/scene_graphs.json: image {graph.image_id} repeats")
         seen.add(graph.image_id)
-        out = build_image(graph, s, seed, foils, rank_texts, benchmark)
+        out = build_image(graph, s, seed, foils, rank_texts, benchmark, context)
         candidates.extend(out.candidates)
         items.extend(out.items)
         failures.update(out.failures)
@@ -573,6 +582,8 @@ def productivity_benchmark(
         "generator": GENERATOR,
         "benchmark": benchmark,
     }
+    if context is not None:
+        metadata["context_length"] = str(context.context_length)
     write_parquet(cand, out_candidates, metadata=metadata)
     write_parquet(item_table, out_items, metadata=metadata)
     write_parquet(failure_table, out_failures, metadata=metadata)

@@ -13,10 +13,11 @@ the same template):
 
 Every edit goes through the graph check: a negative that is still true of the *full*
 scene graph (``holds``) is rejected, as is one whose text equals the positive or an
-earlier negative. Edits are tried in a seeded random order until ``k`` are kept; for
-``atom`` the atoms are visited round-robin (one foil each per round, in the provider's
-rank order or, with ``rank_texts``, by the edited caption's plausibility), so the kept
-negatives spread over atoms before an atom's second foil is used.
+earlier negative, and (with a ``context.ContextCheck``) one that tokenises like the
+positive within the text encoders' context. Edits are tried in a seeded random order until
+``k`` are kept; for ``atom`` the atoms are visited round-robin (one foil each per round, in
+the provider's rank order or, with ``rank_texts``, by the edited caption's plausibility),
+so the kept negatives spread over atoms before an atom's second foil is used.
 
 A ``FoilProvider`` is ``provider(kind, value, forbidden) -> ranked foils`` with kind
 "obj", "att" or "rel". ``forbidden`` holds values that must not come back: the value
@@ -35,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from . import lexicon
+from .context import ContextCheck
 from .productivity_graph import SceneGraph
 from .productivity_text import Attr, Edge, Node, Pattern, holds, render
 
@@ -51,6 +53,7 @@ NO_CANDIDATE = "item: no candidate edit"
 NO_FOIL = "item: no foil"
 GRAPH_CHECK = "item: graph check failed"
 DUPLICATE_ONLY = "item: only duplicate texts"
+CONTEXT_ONLY = "item: only negatives identical within the context"
 TOO_FEW = "item: too few negatives"
 # Negative-level reasons (edits tried and rejected).
 REJECTED_TRUE = "negative: true of scene graph"
@@ -73,6 +76,7 @@ class FamilyResult:
     tried: int = 0  # edits built (for atom: foils offered)
     true_of_scene: int = 0
     duplicate: int = 0
+    context: int = 0  # identical to the positive within the text encoders' context
 
     def failure(self, min_negatives: int) -> str | None:
         """Why the item has no usable negatives of this family (None when it has)."""
@@ -86,6 +90,8 @@ class FamilyResult:
             return NO_FOIL
         if self.true_of_scene:
             return GRAPH_CHECK
+        if self.context:
+            return CONTEXT_ONLY
         return DUPLICATE_ONLY
 
 
@@ -100,6 +106,7 @@ def _collect(
     positive: str,
     k: int,
     leading: tuple[str, ...],
+    context: ContextCheck | None = None,
 ) -> FamilyResult:
     result = FamilyResult(family, positions=positions)
     seen = {positive}
@@ -113,6 +120,9 @@ def _collect(
         text = render(pattern, leading)
         if text in seen:
             result.duplicate += 1
+            continue
+        if context is not None and context.identical(positive, text):
+            result.context += 1
             continue
         seen.add(text)
         result.negatives.append(Negative(family, target, text, change))
@@ -181,6 +191,7 @@ def atom_negatives(
     foil_forbid: str = "graph",
     leading: tuple[str, ...] = (),
     rank_texts: TextRanker | None = None,
+    context: ContextCheck | None = None,
 ) -> FamilyResult:
     """HN-ATOM: replace one atom with a foil (see the module docstring).
 
@@ -222,6 +233,7 @@ def atom_negatives(
         positive,
         k,
         leading,
+        context,
     )
 
 
@@ -300,11 +312,12 @@ def swap_negatives(
     k: int,
     attribute_kind: AttributeKind = lambda _: None,
     leading: tuple[str, ...] = (),
+    context: ContextCheck | None = None,
 ) -> FamilyResult:
     """HN-SWAP: exchange two atoms of the same kind (see the module docstring)."""
     candidates = swap_candidates(pattern, attribute_kind)
     order = [candidates[int(p)] for p in rng.permutation(len(candidates))]
-    return _collect("swap", order, len(candidates), graph, positive, k, leading)
+    return _collect("swap", order, len(candidates), graph, positive, k, leading, context)
 
 
 # ------------------------------------------------------------------------------- neg
@@ -334,11 +347,12 @@ def negation_negatives(
     rng: np.random.Generator,
     k: int,
     leading: tuple[str, ...] = (),
+    context: ContextCheck | None = None,
 ) -> FamilyResult:
     """HN-NEG: negate one attribute or relation (see the module docstring)."""
     candidates = negation_candidates(pattern)
     order = [candidates[int(p)] for p in rng.permutation(len(candidates))]
-    return _collect("neg", order, len(candidates), graph, positive, k, leading)
+    return _collect("neg", order, len(candidates), graph, positive, k, leading, context)
 
 
 # ------------------------------------------------------------------- foil providers

@@ -50,8 +50,11 @@ for obj_rel_obj); ``provenance`` JSON with ``foil``, ``original``, ``position``,
 
 Items without valid negatives are never dropped silently: the failures table counts, per
 family, each item without a retrieval set by reason (level ``item``), items kept with fewer
-negatives when ``allow_fewer`` (level ``kept_short``) and the foil look-ups of the targets
-by atom kind and outcome (level ``foil``). The region box of each candidate item goes to a
+negatives when ``allow_fewer`` (level ``kept_short``), the foil look-ups of the targets
+by atom kind and outcome (level ``foil``) and, with a ``context.ContextCheck``, the
+negatives passed over because they tokenise like the positive within the text encoders'
+context (level ``negative``, reason ``context: identical within N tokens``; the next
+candidate in rank order takes the place). The region box of each candidate item goes to a
 side table (``REGIONS_SCHEMA``) keyed by the candidate item_id.
 """
 
@@ -61,7 +64,7 @@ import hashlib
 import json
 import logging
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,6 +74,7 @@ import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, GRAPH_SCHEMA, conform
 from vlcomp.io import write_parquet
+from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.wordnet_foils import (
     DEFAULT_RELATIONS,
     Foil,
@@ -103,7 +107,7 @@ REGIONS_SCHEMA: dict[str, pl.DataType] = {
     "compound": pl.List(pl.String),  # the target compound's parts
 }
 FAILURES_SCHEMA: dict[str, pl.DataType] = {
-    "level": pl.String,  # item | kept_short | foil
+    "level": pl.String,  # item | kept_short | foil | negative
     "family": pl.String,
     "reason": pl.String,
     "count": pl.Int64,
@@ -692,7 +696,27 @@ def plan_item(
 # ------------------------------------------------------------------------- selection
 
 
-def _select_atom(plan: _ItemPlan, scores: Mapping[str, float], n: int) -> list[AtomCandidate]:
+def _readable(
+    context: ContextCheck | None, positive: str, passed: Counter[str]
+) -> Callable[[str], bool]:
+    """Whether a negative text differs from ``positive`` within the context; one that does
+    not is counted in ``passed`` under the check's reason."""
+
+    def readable(text: str) -> bool:
+        if context is None or not context.identical(positive, text):
+            return True
+        passed[context.reason] += 1
+        return False
+
+    return readable
+
+
+def _select_atom(
+    plan: _ItemPlan,
+    scores: Mapping[str, float],
+    n: int,
+    readable: Callable[[str], bool] = lambda _: True,
+) -> list[AtomCandidate]:
     target = plan.targets[ATOM]
     queues = {
         p: sorted(cs, key=lambda c: (c.foil.tier, -scores[c.text], c.text))
@@ -706,7 +730,7 @@ def _select_atom(plan: _ItemPlan, scores: Mapping[str, float], n: int) -> list[A
                 break
             while queues[position]:
                 candidate = queues[position].pop(0)
-                if candidate.text not in texts:
+                if candidate.text not in texts and readable(candidate.text):
                     chosen.append(candidate)
                     texts.add(candidate.text)
                     break
@@ -747,7 +771,11 @@ def _comp_candidates(
 
 
 def _select_comp(
-    candidates: Sequence[CompCandidate], scores: Mapping[str, float], n: int, positive: str
+    candidates: Sequence[CompCandidate],
+    scores: Mapping[str, float],
+    n: int,
+    positive: str,
+    readable: Callable[[str], bool] = lambda _: True,
 ) -> list[CompCandidate]:
     ranked = sorted(candidates, key=lambda c: (c.tier, -scores[c.text], c.text))
     chosen: list[CompCandidate] = []
@@ -761,6 +789,9 @@ def _select_comp(
                 (candidate.second.position, candidate.second.foil.value),
             }
             if candidate.text in texts or (fresh_only and keys & used):
+                continue
+            if not readable(candidate.text):
+                texts.add(candidate.text)  # passed over once, counted once
                 continue
             chosen.append(candidate)
             texts.add(candidate.text)
@@ -815,11 +846,13 @@ def build_systematicity_negatives(
     seed: int = 0,
     unseen: Mapping[str, set[CompoundKey]] | None = None,
     benchmark: str = BENCHMARK,
+    context: ContextCheck | None = None,
 ) -> SystematicityNegatives:
     """HN-ATOM and HN-COMP candidates for every item (pure; see the module docstring).
 
     ``unseen``: eval item_id -> unseen compound keys ``(kind, parts)`` (from the split
     assignments), preferred as targets. ``benchmark``: the candidates' benchmark name.
+    ``context``: pass over negatives identical to the positive within its context.
     """
     cfg = resolve_settings(settings)
     items = _check_items(items)
@@ -874,11 +907,15 @@ def build_systematicity_negatives(
                 failures[("item", family, plan.failure.get(family, "no_compound"))] += 1
                 continue
             need = cfg[f"{family}_negatives"]
+            passed: Counter[str] = Counter()
+            readable = _readable(context, plan.row["text"], passed)
             if family == ATOM:
-                negatives = [_atom_negative(c) for c in _select_atom(plan, scores, need)]
+                negatives = [_atom_negative(c) for c in _select_atom(plan, scores, need, readable)]
             else:
-                chosen = _select_comp(comp_by_item[k], scores, need, plan.row["text"])
+                chosen = _select_comp(comp_by_item[k], scores, need, plan.row["text"], readable)
                 negatives = [_comp_negative(c, target.mention.compound) for c in chosen]
+            for reason, count in passed.items():
+                failures[("negative", family, reason)] += count
             if not negatives or (len(negatives) < need and not cfg["allow_fewer"]):
                 failures[("item", family, "too_few_negatives")] += 1
                 continue
@@ -1020,6 +1057,7 @@ def systematicity_negatives(
     assignments: Path | None = None,
     wordnet: Any = None,
     benchmark: str = BENCHMARK,
+    context_length: int | None = None,
 ) -> None:
     """Write CREPE systematicity candidates, failure counts and (optionally) region boxes.
 
@@ -1029,7 +1067,8 @@ def systematicity_negatives(
     user has), or the path of an n-gram model; ``settings``: ``DEFAULT_SETTINGS`` keys;
     ``assignments``: the split assignments for the same corpus (unseen compounds are
     preferred as targets); ``benchmark``: the benchmark's name (the config key), written
-    in the candidates' ``benchmark`` column.
+    in the candidates' ``benchmark`` column; ``context_length``: the text encoders' context
+    (``negatives.context``; None: no context check).
     """
     cfg = resolve_settings(settings)
     text_scorer = _as_scorer(scorer)
@@ -1042,8 +1081,9 @@ def systematicity_negatives(
         min_depth=cfg["min_depth"],
     )
     unseen = read_unseen(Path(assignments)) if assignments is not None else None
+    context = None if context_length is None else ContextCheck(context_length)
     result = build_systematicity_negatives(
-        pl.read_parquet(items), finder, text_scorer, cfg, seed, unseen, benchmark
+        pl.read_parquet(items), finder, text_scorer, cfg, seed, unseen, benchmark, context
     )
     meta = {
         "vlcomp.stage": "negatives/crepe_systematicity",
@@ -1056,6 +1096,8 @@ def systematicity_negatives(
         "vlcomp.vocabulary": f"{Path(atoms).parent.name}/{Path(atoms).name}",
         "vlcomp.assignments": "yes" if assignments is not None else "no",
     }
+    if context_length is not None:
+        meta["vlcomp.context_length"] = str(context_length)
     write_parquet(result.candidates, out_candidates, meta)
     write_parquet(result.failures, out_failures, meta)
     if out_regions is not None:

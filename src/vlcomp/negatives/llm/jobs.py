@@ -31,6 +31,7 @@ import polars as pl
 from vlcomp.errors import DryRun, LowYield
 from vlcomp.io import write_json, write_parquet
 from vlcomp.llm import LLMClient, LLMSettings
+from vlcomp.negatives.context import make_check
 from vlcomp.negatives.productivity import ProductivitySettings, summarise
 from vlcomp.splits.items import make_parser
 
@@ -107,13 +108,15 @@ def llm_pairs_job(
     prompts_dir: str | None = None,
     families: list[str] | None = None,
     max_items: int | None = None,
+    context_length: int | None = None,
 ) -> None:
     """SugarCrepe-style LLM negatives (``sugarcrepe.llm_pairs``) of an evaluation set's items.
 
     ``settings``: the ``llm`` config; ``parse_settings``: the ``parse`` config (our parser
     for validation, as for the eval set); ``families``: e.g. ["replace_att", "swap_obj"]
     (default all seven); ``prompts_dir``: default ``resources/prompts``; ``max_items``: a
-    seeded sample of at most this many eval items (None: all).
+    seeded sample of at most this many eval items (None: all); ``context_length``: the text
+    encoders' context (``negatives.context``; None: no context check).
     """
     llm = LLMSettings.from_config(settings)
     prompts = load_sugarcrepe(prompts_dir)
@@ -130,7 +133,10 @@ def llm_pairs_job(
             )
         reader = GraphReader(make_parser(parse_settings or {}))
         validator = PairValidator(reader, llm.max_chars)
-        result = llm_pairs(items, client, prompts, validator, seed, benchmark, chosen, log)
+        result = llm_pairs(
+            items, client, prompts, validator, seed, benchmark, chosen, log,
+            make_check(context_length),
+        )  # fmt: skip
         attempted = result.items * len(chosen)
         share = check_yield(
             result.pairs, attempted, llm.min_yield, result.rejections, benchmark, log
@@ -181,13 +187,15 @@ def llm_productivity_job(
     min_complexity: int = MIN_COMPLEXITY,
     template_summary: str | None = None,
     summary_out: str | None = None,
+    context_length: int | None = None,
 ) -> None:
     """CREPE productivity with LLM captions for n >= ``min_complexity``
     (``productivity.llm_productivity``), from the template run's outputs and its inputs
     (``vg_dir``, ``productivity_settings`` and ``seed`` as given to ``productivity_job``).
 
     With ``template_summary`` and ``summary_out`` the CREPE Table-4 summary is recomputed
-    for the kept items (the walks per complexity are the template's).
+    for the kept items (the walks per complexity are the template's). ``context_length``:
+    the text encoders' context (``negatives.context``; None: no context check).
     """
     llm = LLMSettings.from_config(settings)
     prompts = load_productivity(prompts_dir)
@@ -208,8 +216,9 @@ def llm_productivity_job(
                 f"llm.dry_run is true: {estimate}; first attempt only (retries not counted)"
             )
         result = llm_productivity(
-            candidates, items, vg_dir, s, seed, client, prompts, validator, min_complexity, log
-        )
+            candidates, items, vg_dir, s, seed, client, prompts, validator, min_complexity, log,
+            make_check(context_length),
+        )  # fmt: skip
         attempted = result.rewritten_items + result.dropped_items
         share = check_yield(
             result.rewritten_items,

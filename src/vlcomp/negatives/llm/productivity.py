@@ -27,9 +27,11 @@ checked by ``validate.ProductivityValidator`` against its pattern; a rejected te
 again with the next seed up to ``max_attempts``, then dropped. A walk whose positive is
 dropped loses its items (``item: positive dropped``); an item keeps its valid negatives
 (a negative equal to the positive or to an earlier one is dropped: ``negative: duplicate
-text``) and is dropped when fewer than ``max(1, min_negatives)`` remain (``item: too few
-negatives``). Rejections are counted by (reason, family, target, complexity); the
-positive's rejections carry family ``positive``.
+text``; with a ``context.ContextCheck``, so is one that tokenises like the positive within
+the text encoders' context: ``context: identical within N tokens``) and is dropped when
+fewer than ``max(1, min_negatives)`` remain (``item: too few negatives``). Rejections are
+counted by (reason, family, target, complexity); the positive's rejections carry family
+``positive``.
 
 Output rows keep the template's order and item ids; rewritten rows get generator
 ``llm:<model>`` and the template provenance JSON extended with ``llm`` (prompt version,
@@ -49,6 +51,7 @@ import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, conform
 from vlcomp.llm import LLMClient, Request
+from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.productivity import (
     ITEMS_SCHEMA,
     ProductivitySettings,
@@ -326,9 +329,11 @@ def llm_productivity(
     validator: ProductivityValidator,
     min_complexity: int = MIN_COMPLEXITY,
     log: Log = print,
+    context: ContextCheck | None = None,
 ) -> ProductivityResult:
     """The productivity benchmark with LLM texts for n >= ``min_complexity`` (see the
-    module docstring). ``settings`` and ``seed`` must be those of the template run."""
+    module docstring). ``settings`` and ``seed`` must be those of the template run;
+    ``context`` drops negatives identical to the positive within the encoders' context."""
     s = (
         settings
         if isinstance(settings, ProductivitySettings)
@@ -370,6 +375,9 @@ def llm_productivity(
             elif any(same_text(text, other) for other in seen):
                 drop_rows.add(r.index)
                 generator.rejections[(DUPLICATE, r.unit.family, r.unit.target, n)] += 1
+            elif context is not None and context.identical(seen[0], text):
+                drop_rows.add(r.index)
+                generator.rejections[(context.reason, r.unit.family, r.unit.target, n)] += 1
             else:
                 seen.append(text)
                 kept += 1

@@ -22,8 +22,11 @@ validated (``validate.PairValidator``); a rejected task — a failed or malforme
 proposal equal to the concept, a negative failing a check — is counted by reason and
 tried again with seed ``seed + attempt`` (attempt 1, 2, ...; a new seed changes the cache
 key, so a new answer is asked for) up to ``max_attempts``; after the last one it is
-dropped and counted (``dropped: max attempts``). The rejection table counts every
-rejection, skip and drop by (reason, family, target).
+dropped and counted (``dropped: max attempts``). With a ``context.ContextCheck`` a valid
+negative that tokenises like the caption within the text encoders' context (it changes
+only what they do not read) is rejected the same way (``context: identical within N
+tokens``) and asked for again. The rejection table counts every rejection, skip and drop
+by (reason, family, target).
 
 Outputs: candidates (``CANDIDATES_SCHEMA``, positive then negative per pair item, items in
 item_id order and tasks in ``FAMILY_TARGETS`` order; generator ``llm:<model>``, provenance
@@ -46,6 +49,7 @@ import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, conform
 from vlcomp.llm import LLMClient, Request, Response
+from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.pairs import pair_boxes
 from vlcomp.text import collapse_spaces, normalise
 
@@ -150,6 +154,7 @@ class SugarCrepeGenerator:
         seed: int,
         families: Sequence[tuple[str, str]] = FAMILY_TARGETS,
         log: Log = print,
+        context: ContextCheck | None = None,
     ) -> None:
         unknown = [ft for ft in families if ft not in FAMILY_TARGETS]
         if unknown:
@@ -160,6 +165,7 @@ class SugarCrepeGenerator:
         self.seed = int(seed)
         self.families = tuple(families)
         self.log = log
+        self.context = context
         self.settings = client.settings
         self.rejections: Counter[tuple[str, str | None, str | None]] = Counter()
         self._located: dict[tuple[str, str], Located] = {}
@@ -305,6 +311,9 @@ class SugarCrepeGenerator:
         for t, reason in zip(tasks, self.validator.check(checks), strict=True):
             if reason is None:
                 t.negative = collapse_spaces(t.negative or "")
+                if self.context is not None and self.context.identical(t.positive, t.negative):
+                    reason = self.context.reason
+            if reason is None:
                 ok.append(t)
             else:
                 self._reject(t, reason)
@@ -408,14 +417,16 @@ def llm_pairs(
     benchmark: str,
     families: Sequence[tuple[str, str]] = FAMILY_TARGETS,
     log: Log = print,
+    context: ContextCheck | None = None,
 ) -> PairsResult:
-    """Candidates, boxes and the rejection table of ``items`` (see the module docstring)."""
+    """Candidates, boxes and the rejection table of ``items`` (see the module docstring);
+    ``context``: reject negatives identical to the caption within the encoders' context."""
     rows = conform(items, EVAL_ITEMS_SCHEMA, "eval items").sort("item_id").to_dicts()
     ids = Counter(row["item_id"] for row in rows)
     repeated = sorted(i for i, n in ids.items() if n > 1)
     if repeated:
         raise ValueError(f"eval items: item_id repeats: {repeated[:5]}")
-    generator = SugarCrepeGenerator(client, prompts, validator, seed, families, log)
+    generator = SugarCrepeGenerator(client, prompts, validator, seed, families, log, context)
     done = generator.run(generator.tasks_of(rows))
     candidates = candidates_of(done, benchmark, client.settings.model, prompts.version, seed)
     return PairsResult(
