@@ -6,8 +6,8 @@ the conventions every report figure follows:
   constrained layout; titles wrap to the figure's width (``suptitle``);
 - legends and notes sit outside the axes (``bar_legend``, ``footnote``);
 - every bar carries its value and n (``value_bar``); a zero bar is drawn as a line on the
-  axis with its "0.00"; a cell without items is a hatched empty box marked "no items", so
-  that missing never reads as zero; ``fit_value_labels`` makes room for the labels;
+  axis with its "0.00"; a cell without items is a hatched empty box in its colour marked
+  "no items", so that missing never reads as zero; ``fit_value_labels`` makes room for the labels;
 - a panel with nothing to show says why on it (``say_why``).
 """
 
@@ -143,7 +143,7 @@ def value_bar(
     "no items", or "n/a" with the n of a cell whose value is undefined), "zero" (a line on
     the axis and "0.00") or "bar". Call ``fit_value_labels`` once every bar is drawn."""
     if _is_missing(value):
-        ax.bar(x, MISSING_HEIGHT, width, **MISSING_STYLE)
+        ax.bar(x, MISSING_HEIGHT, width, **{**MISSING_STYLE, "edgecolor": colour})  # whose
         _label(ax, x, MISSING_HEIGHT, NO_ITEMS if not n else f"n/a n={n}")
         return "missing"
     error = None
@@ -222,7 +222,7 @@ def bar_legend(
     if chance:
         handles.append(Line2D([], [], color="black", lw=1.1, label="chance"))
     if missing:
-        handles.append(Patch(**MISSING_STYLE, label=f"{NO_ITEMS} (hatched)"))
+        handles.append(Patch(**MISSING_STYLE, label=f"{NO_ITEMS} (hatched, split colour)"))
     if zero:
         handles.append(Line2D([], [], color="#555555", lw=3, label="0.00 (line on the axis)"))
     fig.legend(handles=handles, loc="outside right center", fontsize=7, title=title,
