@@ -298,7 +298,7 @@ def test_pair_figure_wraps_labels_every_bar_and_tells_missing_from_zero(tmp_path
     assert inside(box, figure_box)
     assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
     texts = [t.get_text() for t in legend.get_texts()]
-    assert texts == ["all", "seen", "mixed", "unseen", "chance", "no items (hatched)",
+    assert texts == ["all", "seen", "mixed", "unseen", "chance", "no items (hatched, split colour)",
                      "0.00 (line on the axis)"]  # fmt: skip
     assert inside(fig._suptitle.get_window_extent(renderer), figure_box)
     assert not fig._suptitle.get_window_extent(renderer).overlaps(box)
@@ -367,7 +367,7 @@ def test_split_figure_draws_an_absent_split_as_no_items(tmp_path, monkeypatch):
     # seen for model m, then mixed and unseen: in no item of this small set
     assert value_labels(fig) == ["0.70 n=3", "no items", "no items"]
     legend = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert legend == ["seen", "mixed", "unseen", "chance", "no items (hatched)"]
+    assert legend == ["seen", "mixed", "unseen", "chance", "no items (hatched, split colour)"]
     footnote = " ".join(fig._supxlabel.get_text().split())
     assert footnote == "Not shown: 2 items have no attribute-object binding (no_binding)."
 
