@@ -12,6 +12,7 @@ from typing import Any
 import jsonschema
 import yaml
 
+from vlcomp.evaluate.hf_models import TransformersSource, source_problem
 from vlcomp.importers.registry import CANDIDATES, TWO_IMAGES, TWO_POSITIVES, formats_of
 from vlcomp.importers.registry import FORMATS as IMPORTED_FORMATS
 
@@ -39,7 +40,12 @@ def _describe(error: jsonschema.ValidationError) -> str:
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
         return f"config key '{where}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
     if error.validator == "oneOf" and isinstance(error.instance, dict):
-        return f"config key '{where}': give exactly one of 'pretrained', 'checkpoint' or 'train'"
+        return (
+            f"config key '{where}': give exactly one of 'pretrained', 'checkpoint' or 'train' "
+            "(with open_clip), or a transformers block"
+        )
+    if error.validator == "not" and isinstance(error.instance, dict):
+        return f"config key '{where}': give either open_clip or transformers, not both"
     return f"config key '{where}': {error.message}"
 
 
@@ -264,6 +270,11 @@ def _check_models(config: dict[str, Any]) -> list[str]:
                     f"config key 'models.{key}.training_corpora[{index}]': no corpus named "
                     f"'{corpus}' (corpora has: {', '.join(corpora) or 'none'})"
                 )
+        if "transformers" in entry:
+            source = TransformersSource.from_entry(entry["transformers"], entry.get("cache_dir"))
+            problem = source_problem(key, source)
+            if problem:
+                problems.append(f"config key '{problem[0]}': {problem[1]}")
         if "checkpoint" in entry and _missing(entry["checkpoint"]):
             problems.append(
                 f"config key 'models.{key}.checkpoint': file not found: {entry['checkpoint']}"

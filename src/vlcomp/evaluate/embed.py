@@ -126,6 +126,7 @@ def model_metadata(model_key: str, loaded: LoadedModel) -> dict[str, str]:
         source=loaded.spec.source,
         device=loaded.device.type,
         precision=loaded.precision,
+        **loaded.details,
     )
 
 

@@ -3,6 +3,11 @@
 A model is an open_clip architecture name plus *either* a pretrained tag (weights that
 open_clip resolves from its cache) *or* a checkpoint path (a state_dict, e.g. the world
 model this workflow trains). Both go through ``open_clip.create_model_and_transforms``.
+
+Or a transformers model (``models.<key>.transformers``, see ``hf_models``): a ``dual_encoder``
+is loaded with ``AutoModel`` / ``AutoImageProcessor`` / ``AutoTokenizer`` and wrapped as
+``DualEncoder`` (open_clip's ``encode_image`` / ``encode_text``), its preprocessing and
+tokenizer the processor's; the rest of the evaluation treats it like an open_clip model.
 """
 
 from __future__ import annotations
@@ -10,7 +15,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -20,8 +26,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import open_clip  # noqa: E402
 import torch  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from vlcomp import __version__  # noqa: E402
+from vlcomp.evaluate import hf_models  # noqa: E402
+from vlcomp.evaluate.hf_models import TransformersModelError, TransformersSource  # noqa: E402
 
 MODEL_CONFIG_DIR = Path(__file__).parent / "model_configs"
 open_clip.add_model_config(MODEL_CONFIG_DIR)
@@ -38,6 +47,7 @@ class ModelSpec:
     pretrained: str | None = None
     checkpoint: str | None = None
     cache_dir: str | None = None
+    transformers: TransformersSource | None = None
 
     @staticmethod
     def from_config(key: str, entry: dict[str, Any], checkpoint: str | None = None) -> ModelSpec:
@@ -45,6 +55,15 @@ class ModelSpec:
 
         ``checkpoint`` overrides the entry's own (used for models the workflow trains).
         """
+        if "transformers" in entry:
+            source = TransformersSource.from_entry(entry["transformers"], entry.get("cache_dir"))
+            name = Path(source.id).name if source.local else source.id
+            return ModelSpec(
+                key=key,
+                arch=f"hf:{name}",
+                cache_dir=entry.get("cache_dir"),
+                transformers=source,
+            )
         return ModelSpec(
             key=key,
             arch=entry["open_clip"],
@@ -55,6 +74,8 @@ class ModelSpec:
 
     @property
     def source(self) -> str:
+        if self.transformers is not None:
+            return self.transformers.label
         return self.checkpoint if self.checkpoint else f"{self.pretrained}"
 
 
@@ -109,6 +130,7 @@ class LoadedModel:
     fingerprint: str
     precision: str = "fp32"
     workers: int = 0
+    details: dict[str, str] = field(default_factory=dict)  # more provenance (transformers)
 
     @property
     def device(self) -> torch.device:
@@ -179,6 +201,9 @@ def resolve_pretrained(arch: str, tag: str, cache_dir: str | None = None) -> str
 
 def check_available(spec: ModelSpec, produced_by_workflow: bool = False) -> None:
     """Fail fast (before any job runs) when a spec cannot be loaded offline."""
+    if spec.transformers is not None:
+        transformers_directory(spec)
+        return
     check_architecture(spec.arch)
     if (spec.pretrained is None) == (spec.checkpoint is None):
         raise ModelUnavailableError(
@@ -191,6 +216,16 @@ def check_available(spec: ModelSpec, produced_by_workflow: bool = False) -> None
         raise ModelUnavailableError(
             f"models.{spec.key}.checkpoint: file not found: {spec.checkpoint}"
         )
+
+
+def transformers_directory(spec: ModelSpec) -> Path:
+    """The local folder of a transformers spec (``ModelUnavailableError`` saying what to
+    download when it is not here)."""
+    assert spec.transformers is not None
+    try:
+        return hf_models.model_directory(spec.key, spec.transformers)
+    except TransformersModelError as error:
+        raise ModelUnavailableError(str(error)) from error
 
 
 def file_sha256(path: str | Path, chunk: int = 1 << 20) -> str:
@@ -208,6 +243,123 @@ def model_fingerprint(spec: ModelSpec) -> str:
     return f"{spec.arch}@{spec.pretrained}"
 
 
+# --------------------------------------------------------------------- transformers
+
+
+def _features(output: Any) -> torch.Tensor:
+    """``get_*_features`` return a tensor (transformers 4) or an output with the projected
+    ``pooler_output`` (transformers 5)."""
+    return output if isinstance(output, torch.Tensor) else output.pooler_output
+
+
+class DualEncoder(torch.nn.Module):
+    """A transformers dual encoder with open_clip's ``encode_image`` / ``encode_text``
+    (unnormalised features; the embedding code normalises)."""
+
+    def __init__(
+        self, model: torch.nn.Module, attention_pad_id: int | None, end_id: int | None = None
+    ) -> None:
+        super().__init__()
+        self.model = model
+        # None: no attention mask. CLIP pads with its end token behind a causal mask and
+        # pools at the first end token, so padding cannot reach it; SigLIP was trained
+        # without a mask. Otherwise (AltCLIP's XLM-R) padding is masked out.
+        self.attention_pad_id = attention_pad_id
+        # CLIP only (causal, pooled at the first end token ``end_id``): the columns after
+        # the batch's last end token change nothing and are cut (as open_clip's short
+        # contexts do; captions are ~10 of 77 tokens).
+        self.end_id = end_id
+
+    def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
+        return _features(self.model.get_image_features(pixel_values=pixels))
+
+    def encode_text(self, ids: torch.Tensor) -> torch.Tensor:
+        if self.end_id is not None and ids.numel():
+            ends = (ids == self.end_id).int().argmax(dim=-1)
+            ids = ids[:, : int(ends.max()) + 1]
+        mask = None if self.attention_pad_id is None else (ids != self.attention_pad_id).long()
+        return _features(self.model.get_text_features(input_ids=ids, attention_mask=mask))
+
+
+class ProcessorTransform:
+    """PIL image -> the processor's pixel tensor (C, H, W)."""
+
+    def __init__(self, image_processor: Any) -> None:
+        self.image_processor = image_processor
+
+    def __call__(self, image: Image.Image) -> torch.Tensor:
+        return self.image_processor(images=image, return_tensors="pt")["pixel_values"][0]
+
+
+class ProcessorTokenizer:
+    """Texts -> token ids (texts, ``context_length``), padded and truncated to the text
+    tower's context like open_clip's tokenizers."""
+
+    def __init__(self, tokenizer: Any, context_length: int) -> None:
+        self.tokenizer = tokenizer
+        self.context_length = int(context_length)
+
+    def __call__(self, texts: str | Sequence[str]) -> torch.Tensor:
+        texts = [texts] if isinstance(texts, str) else list(texts)
+        return self.tokenizer(
+            texts,
+            padding="max_length",
+            truncation=True,
+            max_length=self.context_length,
+            return_tensors="pt",
+        )["input_ids"]
+
+
+@dataclass
+class LoadedParts:
+    model: torch.nn.Module
+    preprocess: Callable[[Image.Image], torch.Tensor]
+    tokenizer: ProcessorTokenizer
+    weights_sha256: str
+
+
+def load_dual_encoder(key: str, directory: Path, device: torch.device) -> LoadedParts:
+    """A ``dual_encoder`` folder loaded with ``AutoModel`` / ``AutoProcessor`` (float32)."""
+    from transformers import AutoImageProcessor, AutoModel, AutoTokenizer
+
+    try:
+        model = AutoModel.from_pretrained(directory, dtype=torch.float32, local_files_only=True)
+        image_processor = AutoImageProcessor.from_pretrained(directory, local_files_only=True)
+        tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
+    except Exception as error:  # transformers raises many types; name the entry in every case
+        raise ModelUnavailableError(f"models.{key}: could not load {directory}: {error}") from error
+    if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
+        raise ModelUnavailableError(
+            f"models.{key}: {type(model).__name__} is not a dual encoder (it has no "
+            "get_image_features / get_text_features); kind dual_encoder needs e.g. CLIPModel, "
+            "SiglipModel or AltCLIPModel"
+        )
+    pad, eos = tokenizer.pad_token_id, tokenizer.eos_token_id
+    masked = "attention_mask" in tokenizer.model_input_names and pad is not None and pad != eos
+    context = hf_models.transformers_context_length(str(directory))
+    limit = getattr(tokenizer, "model_max_length", None)
+    if isinstance(limit, int) and 0 < limit < context:
+        context = limit
+    model.to(device).eval()
+    return LoadedParts(
+        model=DualEncoder(
+            model,
+            pad if masked else None,
+            eos if getattr(model.config, "model_type", None) == "clip" else None,
+        ).eval(),
+        preprocess=ProcessorTransform(image_processor),
+        tokenizer=ProcessorTokenizer(tokenizer, context),
+        weights_sha256=hf_models.weights_sha256(hf_models.weight_files(key, directory)),
+    )
+
+
+# One loader per kind of hf_models.IMPLEMENTED_KINDS (the config check's list).
+TRANSFORMERS_LOADERS: dict[str, Callable[[str, Path, torch.device], LoadedParts]] = {
+    hf_models.DUAL_ENCODER: load_dual_encoder,
+}
+assert set(TRANSFORMERS_LOADERS) == set(hf_models.IMPLEMENTED_KINDS)
+
+
 def pick_device(requested: str = "auto") -> torch.device:
     if requested == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -221,16 +373,18 @@ def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -
     check_available(spec)
     torch_device = pick_device(device)
     resolved = resolve_precision(precision, torch_device)
-    weights = (
-        spec.checkpoint
-        if spec.checkpoint
-        else resolve_pretrained(spec.arch, spec.pretrained or "", spec.cache_dir)
-    )
     if torch_device.type == "cuda" and resolved == "fp32":
         # fp32 means fp32: no TF32 in matmuls or convolutions (both are allowed by default
         # for cuDNN convolutions, and would make GPU fp32 differ from CPU fp32 by ~1e-3).
         torch.backends.cuda.matmul.allow_tf32 = False
         torch.backends.cudnn.allow_tf32 = False
+    if spec.transformers is not None:
+        return _load_transformers(spec, torch_device, resolved)
+    weights = (
+        spec.checkpoint
+        if spec.checkpoint
+        else resolve_pretrained(spec.arch, spec.pretrained or "", spec.cache_dir)
+    )
     try:
         model, _, preprocess = open_clip.create_model_and_transforms(
             spec.arch, pretrained=weights, device=torch_device
@@ -250,6 +404,30 @@ def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -
     )
 
 
+def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) -> LoadedModel:
+    """A transformers spec loaded like an open_clip one: float32 weights, autocast for bf16 /
+    fp16; its fingerprint is the weights' sha256."""
+    import transformers
+
+    assert spec.transformers is not None
+    directory = transformers_directory(spec)
+    parts = TRANSFORMERS_LOADERS[spec.transformers.kind](spec.key, directory, device)
+    return LoadedModel(
+        spec=spec,
+        model=parts.model,
+        preprocess=parts.preprocess,
+        tokenizer=parts.tokenizer,
+        fingerprint=f"{spec.arch}@sha256:{parts.weights_sha256[:16]}",
+        precision=precision,
+        details={
+            "transformers": transformers.__version__,
+            "transformers_kind": spec.transformers.kind,
+            "transformers_revision": spec.transformers.revision or "",
+            "weights_sha256": parts.weights_sha256,
+        },
+    )
+
+
 def library_versions() -> dict[str, str]:
     import torchvision
 
@@ -266,12 +444,26 @@ def provenance(**extra: str) -> dict[str, str]:
 
 
 def availability_job(model_key: str, model_entry: dict, out: str | Path, log=print) -> None:
-    """Job: check that a pretrained model's weights are in the local cache (fails fast,
-    before any embedding job, naming the key and what to download)."""
+    """Job: check that a pretrained model's weights are in the local cache, or a transformers
+    model's folder on this machine (fails fast, before any embedding job, naming the key and
+    what to download)."""
     from vlcomp.io import write_json
 
     spec = ModelSpec.from_config(model_key, model_entry)
     check_available(spec)
+    if spec.transformers is not None:
+        directory = transformers_directory(spec)
+        log(f"{model_key}: {spec.transformers.label} ({spec.transformers.kind}) at {directory}")
+        write_json(
+            {
+                "model": model_key,
+                "transformers": spec.transformers.id,
+                "revision": spec.transformers.revision,
+                "kind": spec.transformers.kind,
+            },
+            out,
+        )
+        return
     location = resolve_pretrained(spec.arch, spec.pretrained, spec.cache_dir)
     log(f"{model_key}: {spec.arch}/{spec.pretrained} weights at {location}")
     write_json({"model": model_key, "arch": spec.arch, "pretrained": spec.pretrained}, out)

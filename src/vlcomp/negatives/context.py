@@ -13,8 +13,10 @@ N is ``negatives.context_length``: an integer, or ``auto``: the smallest context
 among the text towers of ``evaluate.models`` (``resolve_context_length``), read from the
 open_clip model configs (JSON: ``text_cfg.context_length``; this package's own configs in
 ``vlcomp/evaluate/model_configs`` first, then open_clip's) without importing open_clip or
-torch, so that the workflow can resolve it when it parses. A config that gives none, or a
-model whose config is not on this machine, counts as CLIP's 77.
+torch, so that the workflow can resolve it when it parses; for a transformers model
+(``models.<key>.transformers``), its config.json's ``text_config.max_position_embeddings``.
+A config that gives none, or a model whose config is not on this machine, counts as CLIP's
+77.
 
 The check itself runs in the generating job with the real tokenizer: open_clip's
 ``SimpleTokenizer`` (CLIP's BPE, which open_clip's CLIP-style towers use) at N tokens. A
@@ -33,6 +35,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
+
+from vlcomp.evaluate.hf_models import transformers_context_length
 
 AUTO = "auto"
 DEFAULT_CONTEXT_LENGTH = 77  # CLIP's (open_clip's default when a config gives none)
@@ -111,7 +115,13 @@ def resolve_context_length(
         if key not in models:
             raise ValueError(f"evaluate.models names {key!r}, which is not under models")
         entry = models[key]
-        lengths.append(context_length_of(entry["open_clip"], entry.get("cache_dir")))
+        if "transformers" in entry:
+            hf = entry["transformers"]
+            lengths.append(
+                transformers_context_length(hf["id"], hf.get("revision"), entry.get("cache_dir"))
+            )
+        else:
+            lengths.append(context_length_of(entry["open_clip"], entry.get("cache_dir")))
     return min(lengths, default=DEFAULT_CONTEXT_LENGTH)
 
 
