@@ -60,13 +60,24 @@ class Spend:
         return d
 
 
+_PATH_LOCKS: dict[Path, threading.Lock] = {}
+_PATH_LOCKS_GUARD = threading.Lock()
+
+
+def _path_lock(path: Path) -> threading.Lock:
+    """One lock per ledger file in this process: ``fcntl`` locks exclude other processes
+    only, so ledgers of the same file in one process (two clients) take this one first."""
+    with _PATH_LOCKS_GUARD:
+        return _PATH_LOCKS.setdefault(path.resolve(), threading.Lock())
+
+
 class SpendLedger:
     """The ledger of one cache folder; safe across threads and processes."""
 
     def __init__(self, cache_dir: str | Path) -> None:
         self.path = Path(cache_dir) / LEDGER_NAME
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._thread_lock = threading.Lock()
+        self._thread_lock = _path_lock(self.path)
         self._offset = 0
         self._total = Spend()
         self.torn_lines = 0
