@@ -10,8 +10,9 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.unit.test_importers_more import _png, _run_two, _write
 from vlcomp import config as config_module
-from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA, TWO_IMAGE_SCHEMA
+from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA
 from vlcomp.importers import (
     FORMATS,
     ImportFormatError,
@@ -24,7 +25,7 @@ from vlcomp.importers import (
 )
 from vlcomp.importers import jobs as import_jobs
 from vlcomp.importers.cola import cola_image
-from vlcomp.importers.jobs import import_benchmark_job, import_two_image_job
+from vlcomp.importers.jobs import import_benchmark_job
 from vlcomp.importers.registry import CANDIDATES, TWO_IMAGES, TWO_POSITIVES, formats_of
 from vlcomp.splits.items import image_index
 
@@ -49,34 +50,6 @@ def _run(tmp_path, fmt, source, benchmark="bench"):
     assert candidates.schema == pl.Schema(CANDIDATES_SCHEMA)
     assert rejected.schema == pl.Schema(REJECTED_SCHEMA)
     return summary, candidates, rejected, "\n".join(lines)
-
-
-def _run_two(tmp_path, fmt, source, benchmark="bench"):
-    out = tmp_path / "out"
-    lines: list[str] = []
-    summary = import_two_image_job(
-        fmt, source, benchmark, str(out / "items.parquet"), str(out / "rejected.parquet"),
-        lines.append,
-    )  # fmt: skip
-    items = pl.read_parquet(out / "items.parquet")
-    rejected = pl.read_parquet(out / "rejected.parquet")
-    assert items.schema == pl.Schema(TWO_IMAGE_SCHEMA)
-    assert rejected.schema == pl.Schema(REJECTED_SCHEMA)
-    assert items["item_id"].is_unique().all()
-    return summary, items, rejected, "\n".join(lines)
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
-
-
-def _png(path: Path) -> None:
-    from PIL import Image
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    Image.new("RGB", (4, 3), "white").save(path)
 
 
 def _reasons(rejected: pl.DataFrame) -> list[tuple[str, str]]:
