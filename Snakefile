@@ -15,6 +15,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/world_preset.smk"
 include: "workflow/rules/world.smk"
+include: "workflow/rules/world_probes.smk"
 include: "workflow/rules/ingest.smk"
 include: "workflow/rules/parse.smk"
 include: "workflow/rules/atoms.smk"
@@ -36,3 +37,4 @@ rule all:
         "results/parser/quality.md",
         benchmark_targets(),
         world_targets(),
+        PROBE_TARGETS,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import sys
+from collections.abc import Callable
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -13,7 +15,13 @@ import jsonschema
 import yaml
 
 from vlcomp.evaluate.hf_models import TransformersSource, source_problem
-from vlcomp.importers.registry import CANDIDATES, TWO_IMAGES, TWO_POSITIVES, formats_of
+from vlcomp.importers.registry import (
+    CANDIDATES,
+    IMAGE_SELECTION,
+    TWO_IMAGES,
+    TWO_POSITIVES,
+    formats_of,
+)
 from vlcomp.importers.registry import FORMATS as IMPORTED_FORMATS
 
 
@@ -138,8 +146,57 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(map(_describe, errors)))
     filled = _fill_defaults(copy.deepcopy(config), schema, schema)
     filled = _register_presets(filled)
+    filled = drop_absent_eval_sets(filled)
     _check_references(filled)
     return filled
+
+
+def _absent_paths(key: str, entry: dict[str, Any]) -> list[str]:
+    """``<path> (<config key>)`` for each of an eval set's files that is not on disk."""
+    paths = [(f"{key}.{f}", entry[f]) for f in ("dir", "captions") if f in entry]
+    paths += [(f"{key}.files[{i}]", f) for i, f in enumerate(entry.get("files", []))]
+    paths.append((f"{key}.images", entry["images"]))
+    return [f"{path} ({k})" for k, path in paths if _missing(path)]
+
+
+def drop_absent_eval_sets(
+    config: dict[str, Any], say: Callable[[str], None] | None = None
+) -> dict[str, Any]:
+    """The config without its ``optional`` eval sets whose files or images are not on disk,
+    and without the benchmarks evaluated on them: one line each on stderr (``say``) naming
+    the benchmark, its eval set and the missing paths. When optional eval sets were dropped
+    and no benchmark is left, raise ``ConfigError`` listing what was missing."""
+    say = say or (lambda line: print(line, file=sys.stderr))
+    absent = {
+        name: missing
+        for name, entry in config["eval_sets"].items()
+        if entry.get("optional") and (missing := _absent_paths(f"eval_sets.{name}", entry))
+    }
+    if not absent:
+        return config
+    dropped = []
+    for name, entry in config["benchmarks"].items():
+        if entry["eval_set"] in absent:
+            missing = "; ".join(absent[entry["eval_set"]])
+            dropped.append(f"{name}: not found: {absent[entry['eval_set']][0]}")
+            evalset = entry["eval_set"]
+            say(f"skipping benchmark '{name}' (eval set '{evalset}'): not found: {missing}")
+    for name in absent:
+        if not any(b["eval_set"] == name for b in config["benchmarks"].values()):
+            say(f"skipping eval set '{name}': not found: {'; '.join(absent[name])}")
+    config = {
+        **config,
+        "eval_sets": {k: v for k, v in config["eval_sets"].items() if k not in absent},
+        "benchmarks": {
+            k: v for k, v in config["benchmarks"].items() if v["eval_set"] not in absent
+        },
+    }
+    if not config["benchmarks"]:
+        raise ConfigError(
+            "invalid configuration:\n  no benchmark is present on disk (each eval set is "
+            "optional and absent): " + ("; ".join(dropped) or ", ".join(absent))
+        )
+    return config
 
 
 def _register_presets(config: dict[str, Any]) -> dict[str, Any]:
@@ -164,16 +221,22 @@ EVAL_SET_SOURCES = {
     **{fmt: ("files",) for fmt in IMPORTED_FORMATS},
 }
 # Imported benchmarks by shape (vlcomp.importers.registry): 1+N candidate sets, two
-# positives + a negative, two images.
+# positives + a negative, two images, one caption and two images (image selection).
 SET_FORMATS = formats_of(CANDIDATES)
 TWO_POSITIVE_FORMATS = formats_of(TWO_POSITIVES)
 TWO_IMAGE_FORMATS = formats_of(TWO_IMAGES)
+IMAGE_SELECTION_FORMATS = formats_of(IMAGE_SELECTION)
 BENCHMARK_EVAL_FORMATS = {
     "crepe_systematicity": ("visual_genome",),
     "crepe_productivity": ("visual_genome",),
     "pairs": ("visual_genome", "coco_captions"),
     "retrieval": ("coco_captions",),
-    "imported": (*SET_FORMATS, *TWO_POSITIVE_FORMATS, *TWO_IMAGE_FORMATS),
+    "imported": (
+        *SET_FORMATS,
+        *TWO_POSITIVE_FORMATS,
+        *TWO_IMAGE_FORMATS,
+        *IMAGE_SELECTION_FORMATS,
+    ),
 }
 
 
@@ -252,6 +315,14 @@ def _check_models(config: dict[str, Any]) -> list[str]:
                     f"config key 'models.{key}.train.corpus': corpus '{corpus}' has no "
                     f"images folder (corpora.{corpus}.images)"
                 )
+            if (
+                entry["train"].get("negatives_per_pair", 1) != 1
+                and entry["train"].get("hard_negatives", "none") == "none"
+            ):
+                problems.append(
+                    f"config key 'models.{key}.train.negatives_per_pair': set, but "
+                    "train.hard_negatives is none (there are no hard negatives to draw)"
+                )
             base = entry["train"].get("start_from")
             base_entry = config["models"].get(base) if base is not None else None
             if base is not None and (base_entry is None or "train" not in base_entry):
@@ -279,6 +350,19 @@ def _check_models(config: dict[str, Any]) -> list[str]:
             problems.append(
                 f"config key 'models.{key}.checkpoint': file not found: {entry['checkpoint']}"
             )
+    probes = (config.get("world") or {}).get("probes") or {}
+    for index, name in enumerate(probes.get("models", [])):
+        if "train" not in config["models"].get(name, {}):
+            problems.append(
+                f"config key 'world.probes.models[{index}]': '{name}' is not a model this "
+                "workflow trains (a models entry with a train block)"
+            )
+    probe_corpus = probes.get("corpus")
+    if probe_corpus is not None and probe_corpus not in config["world"]["corpora"]:
+        problems.append(
+            f"config key 'world.probes.corpus': no world corpus named '{probe_corpus}' "
+            f"(world.corpora has: {', '.join(config['world']['corpora'])})"
+        )
     for index, name in enumerate(config["evaluate"]["models"]):
         if name not in config["models"]:
             problems.append(

@@ -88,6 +88,20 @@ TWO_IMAGE_SCHEMA: dict[str, pl.DataType] = {
     "provenance": pl.String,  # free text: file, key, tags
 }
 
+# image-selection sets (SVO-Probes): one caption, the image it describes (image_0) and a
+# negative image (image_1) that differs in one respect (family: subject, verb, object).
+IMAGE_SELECTION_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,
+    "item_id": pl.String,
+    "image_0": pl.String,  # the positive image, as the published file names it
+    "image_1": pl.String,  # the negative image
+    "caption": pl.String,
+    "family": pl.String,  # what the negative image changes: subject, verb, object
+    "target": pl.String,  # nullable
+    "generator": pl.String,  # imported:<source>
+    "provenance": pl.String,  # free text: file, key, tags
+}
+
 # evaluate: per retrieval set (pairs included), added to a set benchmark's predictions
 # (evaluate.retrieval_sets.SET_PREDICTIONS_SCHEMA); counted per metric cell in the metric
 # table's n_indistinguishable / n_tied (evaluate.metrics.add_flag_counts).

@@ -357,3 +357,27 @@ def test_crossover_negclip_and_composition(run_dir):
     assert "NegCLIP-style training" in log
     report = (results / "stats/crepe_systematicity_composition.md").read_text()
     assert "## world_cc12m on the splits of cc12m" in report and "matched on" in report
+
+
+def test_world_oracles(run_dir):
+    """Every world benchmark is scored by the ground-truth oracles (the job fails when the
+    truth oracle rejects a positive), with false-negative rates in the summary."""
+    results = run_dir / "results/world/oracles"
+    for benchmark in ("pairs", "crepe_systematicity", "crepe_productivity"):
+        metrics = pl.read_parquet(results / f"{benchmark}.parquet")
+        assert {"oracle:truth", "oracle:bag_of_words", "oracle:objects_only", "chance"} == set(
+            metrics["model"]
+        )
+        micro = metrics.filter(pl.col("family") == "all", pl.col("split") == "all")
+        micro = micro.filter(pl.col("metric").is_in(["accuracy_micro", "R@1_micro"]))
+        value = dict(micro.group_by("model").agg(pl.col("value").min()).iter_rows())
+        fn = pl.read_parquet(results / f"{benchmark}_false_negatives.parquet")
+        assert fn.height and (fn["n_negatives"] > 0).all()
+        assert (fn["n_true"] <= fn["n_negatives"]).all()
+        # a set is lost to the truth oracle only by a negative true of its image
+        pooled = fn.filter(pl.col("family") == "all")
+        assert value["oracle:truth"] >= 1 - (pooled["n_true"] / pooled["n_sets"]).max()
+        assert value["oracle:bag_of_words"] < value["oracle:truth"]
+        assert fn["bag_of_words_accuracy"].is_between(0, 1).all()
+    summary = (run_dir / "results/metrics/summary.md").read_text()
+    assert "oracle:bag_of_words" in summary and "False negatives" in summary

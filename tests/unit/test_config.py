@@ -51,6 +51,18 @@ def test_validation_does_not_modify_its_input(default_config):
             "train.start_from': 'world_cc12m' is a vlcomp-world-rn, not a vlcomp-world-vit",
         ),
         (
+            lambda c: c["models"]["world_cc12m"]["train"].update(negatives_per_pair=0),
+            "world_cc12m.train.negatives_per_pair': set, but train.hard_negatives is none",
+        ),
+        (
+            lambda c: c["world"].update(probes={"models": ["world_cc12m", "vit"]}),
+            "world.probes.models[1]': 'vit' is not a model this workflow trains",
+        ),
+        (
+            lambda c: c["world"].update(probes={"models": ["world_cc12m"], "corpus": "coco"}),
+            "world.probes.corpus': no world corpus named 'coco'",
+        ),
+        (
             lambda c: c["models"].update(m={"open_clip": "RN50", "checkpoint": "/no/such.pt"}),
             "models.m.checkpoint': file not found: /no/such.pt",
         ),

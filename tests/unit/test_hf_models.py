@@ -10,7 +10,6 @@ ships it): open_clip's CLIP has OpenAI's layout.
 
 from __future__ import annotations
 
-import gzip
 import json
 import time
 from pathlib import Path
@@ -75,19 +74,13 @@ def register_open_clip_config(folder: Path) -> None:
 def write_clip_tokenizer_files(folder: Path) -> tuple[Path, Path]:
     """vocab.json + merges.txt of CLIP's BPE, built from the file open_clip ships as its
     ``SimpleTokenizer`` builds its vocabulary."""
-    from open_clip.tokenizer import bytes_to_unicode, default_bpe
+    from vlcomp.evaluate.tiny_models import clip_bpe
 
-    with gzip.open(default_bpe(), "rt", encoding="utf-8") as handle:
-        merges = handle.read().split("\n")[1 : 49152 - 256 - 2 + 1]
-    pairs = [tuple(m.split()) for m in merges]
-    vocab = list(bytes_to_unicode().values())
-    vocab += [v + "</w>" for v in vocab]
-    vocab += ["".join(pair) for pair in pairs]
-    vocab += ["<|startoftext|>", "<|endoftext|>"]
+    vocab, merges = clip_bpe()
     folder.mkdir(parents=True, exist_ok=True)
     vocab_file, merges_file = folder / "vocab.json", folder / "merges.txt"
-    vocab_file.write_text(json.dumps({token: i for i, token in enumerate(vocab)}))
-    merges_file.write_text("#version: 0.2\n" + "\n".join(merges) + "\n")
+    vocab_file.write_text(json.dumps(vocab))
+    merges_file.write_text("#version: 0.2\n" + "\n".join(" ".join(m) for m in merges) + "\n")
     return vocab_file, merges_file
 
 
@@ -288,8 +281,6 @@ def test_unknown_kind_and_missing_folder_fail_clearly(tmp_path, network_attempts
     def spec(**transformers):
         return ModelSpec.from_config("m", {"transformers": transformers})
 
-    with pytest.raises(ModelUnavailableError, match="kind 'vqascore' is not implemented yet"):
-        check_available(spec(id=str(tmp_path), kind="vqascore"))
     with pytest.raises(ModelUnavailableError, match="'siamese' is not a known kind"):
         check_available(spec(id=str(tmp_path), kind="siamese"))
     with pytest.raises(ModelUnavailableError, match="folder not found: /no/such/model"):
@@ -322,8 +313,8 @@ def test_config_accepts_one_source_and_names_the_key(tmp_path):
     assert config["models"]["m"]["transformers"]["kind"] == "dual_encoder"
     cases = [
         (
-            {"transformers": {"id": str(tmp_path), "kind": "matching_head"}},
-            "models.m.transformers.kind': kind 'matching_head' is not implemented yet",
+            {"transformers": {"id": str(tmp_path), "kind": "matching"}},
+            "models.m.transformers.kind': 'matching' is not a known kind",
         ),
         (
             {"transformers": {"id": str(tmp_path / "nope"), "kind": "dual_encoder"}},

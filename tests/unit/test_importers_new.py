@@ -26,7 +26,13 @@ from vlcomp.importers import (
 from vlcomp.importers import jobs as import_jobs
 from vlcomp.importers.cola import cola_image
 from vlcomp.importers.jobs import import_benchmark_job
-from vlcomp.importers.registry import CANDIDATES, TWO_IMAGES, TWO_POSITIVES, formats_of
+from vlcomp.importers.registry import (
+    CANDIDATES,
+    IMAGE_SELECTION,
+    TWO_IMAGES,
+    TWO_POSITIVES,
+    formats_of,
+)
 from vlcomp.splits.items import image_index
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers"
@@ -62,7 +68,7 @@ def _reasons(rejected: pl.DataFrame) -> list[tuple[str, str]]:
 def test_registry_gives_every_format_a_shape_reader_metric_and_chance():
     assert set(NEW) <= set(FORMATS)
     for name, spec in FORMATS.items():
-        assert spec.shape in (CANDIDATES, TWO_POSITIVES, TWO_IMAGES), name
+        assert spec.shape in (CANDIDATES, TWO_POSITIVES, TWO_IMAGES, IMAGE_SELECTION), name
         assert callable(spec.reader) and spec.doc and spec.source, name
         assert spec.metrics and spec.headline is spec.metrics[0], name
         for metric in spec.metrics:
@@ -97,6 +103,8 @@ def test_config_and_jobs_read_their_format_lists_from_the_registry():
     )
     assert formats_of(CANDIDATES, TWO_POSITIVES) == import_jobs.FORMATS
     assert import_jobs.TWO_IMAGE_FORMATS == config_module.TWO_IMAGE_FORMATS
+    assert import_jobs.IMAGE_SELECTION_FORMATS == config_module.IMAGE_SELECTION_FORMATS
+    assert config_module.IMAGE_SELECTION_FORMATS == ("svo_probes",)
     assert import_jobs.POSITIVES == {"sugarcrepe_pp": 2}
     schema = config_module.load_schema()["$defs"]["eval_set"]["properties"]
     assert schema["format"]["enum"] == ["visual_genome", "coco_captions", *FORMATS]
@@ -109,11 +117,17 @@ def test_config_and_jobs_read_their_format_lists_from_the_registry():
 
 def test_registry_chance_levels_are_the_evaluations():
     from vlcomp.evaluate.metrics import chance_recall
-    from vlcomp.evaluate.two_image import SUGARCREPE_PP_CHANCE, WINOGROUND_CHANCE
+    from vlcomp.evaluate.two_image import (
+        IMAGE_SELECTION_CHANCE,
+        SUGARCREPE_PP_CHANCE,
+        WINOGROUND_CHANCE,
+    )
 
     for name, spec in FORMATS.items():
         for metric in spec.metrics:
-            if spec.shape == TWO_IMAGES:
+            if spec.shape == IMAGE_SELECTION:
+                assert metric.chance == pytest.approx(IMAGE_SELECTION_CHANCE[metric.name]), name
+            elif spec.shape == TWO_IMAGES:
                 assert metric.chance == pytest.approx(WINOGROUND_CHANCE[metric.name]), name
             elif spec.shape == TWO_POSITIVES:
                 assert metric.chance == pytest.approx(SUGARCREPE_PP_CHANCE[metric.name]), name

@@ -718,3 +718,51 @@ def test_relation_foils_keep_the_caption_phrasing(wn: Any) -> None:
     assert "a cat on the right side of a dog" in negatives(result, "lr/atom")
     provenance = [json.loads(p) for p in result.candidates["provenance"]]
     assert {"right of"} <= {p.get("foil") for p in provenance}
+
+
+def test_object_foils_are_voted_objects_and_depiction_nouns_are_never_foiled(wn: Any) -> None:
+    shapes, colours = ["circle", "square", "triangle", "star"], ["red", "blue", "green", "yellow"]
+    atoms = pl.DataFrame(
+        {
+            # the parser made a colour the noun sometimes ("a small purple"), and kept the
+            # depiction noun of "a pink image" / "an image of ..."
+            "kind": ["object"] * 7 + ["attribute"] * 5,
+            "value": [*shapes, "purple", "blue", "image", *colours, "purple"],
+            "count": [500, 400, 300, 200, 33, 27, 50, 900, 800, 700, 600, 5000],
+        }
+    )
+    finder = FoilFinder(atoms, wn, min_count=10)
+    assert finder.vocabulary["object"] == ("circle", "square", "star", "triangle")
+    assert finder.vocabulary["attribute"] == ("blue", "green", "purple", "red", "yellow")
+    # without counts there is no vote, but depiction nouns are still no foils
+    plain = wordnet_foils.vocabulary_from({"object": ["dog", "orange", "photo", "stock image"]})
+    assert plain["object"] == ("dog", "orange")
+    # an object majority keeps a word that is also an attribute; a tie does not
+    counted = {"object": {"orange": 30, "olive": 5}, "attribute": {"orange": 10, "olive": 5}}
+    assert wordnet_foils.vocabulary_from(counted, min_count=5)["object"] == ("orange",)
+
+    rows = [
+        item("pic", "a blue image of a red circle", [("image", "image"), ("circle", "circle")],
+             [(0, "blue"), (1, "red")]),
+        item("only", "a blue image", [("image", "image")], [(0, "blue")]),
+    ]  # fmt: skip
+    for seed in range(6):
+        result = build_systematicity_negatives(items_frame(rows), finder, LengthScorer(), seed=seed)
+        regions = result.regions.filter(pl.col("eval_item_id") == "pic")
+        assert regions["compound"].to_list() == [["red", "circle"]] * 2
+        texts = negatives(result, "pic/atom") + negatives(result, "pic/comp")
+        assert len(texts) == 4 + 6
+        for text in texts:
+            assert text.startswith("a blue image of a ") and text.count("image") == 1, text
+        for provenance in result.candidates.filter(~pl.col("is_positive"))["provenance"]:
+            p = json.loads(provenance)
+            positions, foils = p["position"], p["foil"]
+            if isinstance(positions, str):
+                positions, foils = [positions], [foils]
+            for position, foil in zip(positions, foils, strict=True):
+                assert position not in ("obj", "subj") or foil in shapes, p
+        items = result.failures.filter(pl.col("level") == "item")
+        assert sorted(items.select("family", "reason", "count").rows()) == [
+            ("atom", "compound_of_meta_noun", 1),
+            ("comp", "compound_of_meta_noun", 1),
+        ]

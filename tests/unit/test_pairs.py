@@ -494,3 +494,59 @@ def test_training_negatives_follow_the_captions_and_skip_failed_parses():
     assert by_kind[("swap", "att")] == "a blue circle above a red square"
     # c3's parse failed: its words are in no foil vocabulary and it gets no negative.
     assert not negatives["negative"].str.contains("yellow|cross").any()
+
+
+# Parsed graphs of a caption set where the parser made a colour the noun once ("a small
+# purple" for "a small purple cross") and kept a depiction noun ("an image of ...").
+VOTE_ITEMS = [
+    item("v1", "v1", "a purple circle to the left of a red square", ["circle", "square"],
+         [(0, "purple"), (1, "red")], [(0, "left of", 1)]),
+    item("v2", "v2", "a purple star and a blue square", ["star", "square"],
+         [(0, "purple"), (1, "blue")]),
+    item("v3", "v3", "a red triangle and a small purple", ["triangle", "purple"],
+         [(0, "red"), (1, "small")]),
+    item("v4", "v4", "an image of a green circle", ["image", "circle"], [(1, "green")]),
+    item("v5", "v5", "a purple heart", ["heart"], [(0, "purple")]),
+]  # fmt: skip
+
+
+def test_object_substitutes_are_voted_objects_and_no_depiction_nouns() -> None:
+    vocab = ge.Vocabulary.from_graphs(VOTE_ITEMS)
+    # "purple": 1 graph as object, 3 as attribute; "image": a depiction noun
+    assert vocab.objects == ["circle", "heart", "square", "star", "triangle"]
+    assert not vocab.is_object("purple") and not vocab.is_object("Image")
+    # a vote, not a ban on colour words: an object more often than an attribute stays
+    oranges = [
+        item("o1", "o1", "two oranges", [("oranges", "orange")]),
+        item("o2", "o2", "an orange and a bowl", ["orange", "bowl"]),
+        item("o3", "o3", "an orange bowl", ["bowl"], [(0, "orange")]),
+    ]
+    assert ge.Vocabulary.from_graphs(oranges).objects == ["bowl", "orange"]
+    for seed in range(20):
+        candidates, _ = template_pairs(frame(VOTE_ITEMS), seed, "p")
+        edits = {k: r for k, r in negatives(candidates).items() if k.endswith("/replace_obj")}
+        assert {"v1/replace_obj", "v3/replace_obj", "v4/replace_obj"} <= set(edits)
+        for row in edits.values():
+            original, foil = row["provenance"].split(";")[0].removeprefix("edit ").split("->")
+            assert foil not in {"purple", "image"} and original not in {"purple", "image"}
+        assert edits["v3/replace_obj"]["text"].endswith("and a small purple")
+        assert edits["v4/replace_obj"]["text"].startswith("an image of a green ")
+
+
+def test_an_item_with_no_substitutable_object_says_why() -> None:
+    vocab = ge.Vocabulary.from_graphs(VOTE_ITEMS)
+    graph = VOTE_ITEMS[3] | {"objects": VOTE_ITEMS[3]["objects"][:1], "attributes": []}
+    image = ge.ImageContents()
+    image.add(graph)
+    rng = np.random.default_rng(0)
+    assert ge.replace_object("an image", graph, image, vocab, rng) == ge.NO_OBJECT_TYPE
+
+
+def test_meta_nouns_and_the_object_vote() -> None:
+    assert lexicon.is_meta_noun("Image") and lexicon.is_meta_noun("stock photo")
+    assert lexicon.is_meta_noun("city view") and lexicon.is_meta_noun("background")
+    assert not lexicon.is_meta_noun("circle") and not lexicon.is_meta_noun("photographer")
+    counts = {"purple": 33, "cross": 6291, "pink": 5, "orange": 8, "photo": 40}
+    attributes = {"purple": 5464, "cross": 34, "pink": 5, "orange": 2}
+    # a tie is no majority
+    assert lexicon.substitute_objects(counts, attributes) == {"cross", "orange"}

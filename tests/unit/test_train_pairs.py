@@ -304,3 +304,48 @@ def test_bad_negatives_table_and_start_checkpoint_name_the_file(tmp_path):
     with pytest.raises(ValueError, match=r"junk.pt: not a checkpoint of vlcomp-world-vit"):
         train_model_job("m", MODEL_ENTRY, shards, str(root), **paths, start_from=str(junk))
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
+
+
+def test_pick_negatives_draws_per_pair_without_replacement():
+    import numpy as np
+
+    from vlcomp.evaluate.train import _pick_negatives
+
+    rows = [[0, 1, 2], [], [3], [4, 5, 6, 7]]
+    one = _pick_negatives(rows, 1, np.random.default_rng(0))
+    assert len(one) == 3 and one[0] in rows[0] and one[1] == 3 and one[2] in rows[3]
+    assert _pick_negatives(rows, 0, np.random.default_rng(0)) == [0, 1, 2, 3, 4, 5, 6, 7]
+    two = _pick_negatives(rows, 2, np.random.default_rng(0))
+    assert len(two) == 5 and two[2] == 3
+    assert set(two[:2]) <= set(rows[0]) and len(set(two[:2])) == 2
+    assert set(two[3:]) <= set(rows[3]) and len(set(two[3:])) == 2
+    again = _pick_negatives(rows, 2, np.random.default_rng(0))
+    assert again == two
+
+
+def test_all_negatives_per_pair_train_differently_and_reproducibly(tmp_path):
+    shards, root = corpus_with_problems(tmp_path)
+    negatives = tmp_path / "negatives.parquet"
+    pl.DataFrame(
+        {
+            "caption_id": ["c0", "c0", "c1"],
+            "family": ["replace", "swap", "replace"],
+            "target": ["att", "att", "rel"],
+            "negative": ["a blue square number 0", "a red circle number 0", "a red square"],
+        }
+    ).write_parquet(negatives)
+    outputs = {}
+    for per_pair in (1, 0, 0):
+        train = {**MODEL_ENTRY["train"], "hard_negatives": "template"}
+        if per_pair != 1:
+            train["negatives_per_pair"] = per_pair
+        out = tmp_path / f"run{len(outputs)}"
+        paths = {n: str(out / f) for n, f in [("checkpoint", "c.pt"), ("history", "h.parquet"),
+                 ("info", "i.json"), ("rejected_out", "r.parquet")]}  # fmt: skip
+        train_model_job(
+            "tiny", {**MODEL_ENTRY, "train": train}, shards, str(root), **paths,
+            log=lambda message: None, hard_negatives=str(negatives),
+        )  # fmt: skip
+        outputs[len(outputs)] = Path(paths["checkpoint"]).read_bytes()
+    assert outputs[1] == outputs[2]
+    assert outputs[0] != outputs[1]

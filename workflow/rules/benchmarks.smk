@@ -118,6 +118,19 @@ rule benchmark_evaluation:
         "../scripts/benchmark_evaluation.py"
 
 
+rule benchmark_model_families:
+    output:
+        "results/benchmarks/model_families.json",
+    log:
+        "logs/benchmarks/model_families.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "Items/s of a tiny model of each family (open_clip, transformers dual encoder, matching head, VQAScore) and forward passes per item"
+    script:
+        "../scripts/benchmark_model_families.py"
+
+
 rule benchmark_image_index:
     output:
         "results/benchmarks/image_index.json",

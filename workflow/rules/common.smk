@@ -9,6 +9,7 @@ sys.path.insert(0, os.path.join(workflow.basedir, "src"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from vlcomp.config import (  # noqa: E402
+    IMAGE_SELECTION_FORMATS,
     SET_FORMATS,
     TWO_IMAGE_FORMATS,
     TWO_POSITIVE_FORMATS,
@@ -66,13 +67,15 @@ def imported_of(formats):
 
 
 # Benchmarks by how they are evaluated: candidate sets with one positive (ranked by one
-# ranker), two positives and a negative (SugarCrepe++), or two images (Winoground).
+# ranker), two positives and a negative (SugarCrepe++), two images (Winoground), or one
+# caption and two images (image selection: SVO-Probes; imported like two-image sets).
 SET_BENCHMARKS = [
     *benchmarks_of("crepe_systematicity", "crepe_productivity", "pairs"),
     *imported_of(SET_FORMATS),
 ]
 TWO_POSITIVE_BENCHMARKS = imported_of(TWO_POSITIVE_FORMATS)
 TWO_IMAGE_BENCHMARKS = imported_of(TWO_IMAGE_FORMATS)
+IMAGE_SELECTION_BENCHMARKS = imported_of(IMAGE_SELECTION_FORMATS)
 # Benchmarks whose items an LLM writes (then validated, and filtered by a human review).
 LLM_PAIRS = [b for b in benchmarks_of("pairs") if BENCHMARKS[b]["negatives"] == "llm"]
 LLM_PRODUCTIVITY = [
@@ -277,7 +280,7 @@ def image_references(evalset):
         f"results/negatives/{name}/"
         + (
             "two_image.parquet"
-            if name in TWO_IMAGE_BENCHMARKS
+            if name in TWO_IMAGE_BENCHMARKS + IMAGE_SELECTION_BENCHMARKS
             else "candidates.parquet"
         )
         for name in benchmarks_of("imported")
@@ -421,6 +424,8 @@ def benchmark_targets():
             targets.append(f"results/stats/{name}_mcnemar.parquet")
     if EVAL_MODELS:
         targets.append("results/metrics/summary.md")
+    if EVAL_MODELS and len(BENCHMARKS) > 1:
+        targets.append("results/figures/all_benchmarks.png")
     if crossover_tables():
         targets.append("results/figures/crossover.png")
     if EVAL_MODELS:
@@ -441,6 +446,18 @@ COMPOSITION_TABLES = [
 # Matched image pairs of an eval set (image_id, twin_image_id), by eval set name: images
 # that differ only in what a split is about (a data preset may add them).
 IMAGE_PAIRS = {}
+
+
+def metric_tables():
+    """Every benchmark's collected metric table (a systematicity benchmark's BindSplit
+    table too)."""
+    return expand(
+        "results/metrics/{table}.parquet",
+        table=[
+            *BENCHMARKS,
+            *(f"{b}_bindsplit" for b in benchmarks_of("crepe_systematicity")),
+        ],
+    )
 
 
 def table_benchmark(table):
@@ -490,6 +507,13 @@ def composition_boxes(table):
     return {part["label"] or "": part["boxes"] for part in parts}
 
 
+# Ground-truth oracle tables of a benchmark, by benchmark name: {"metrics": METRIC_SCHEMA
+# rows of the oracles, "false_negatives": negatives true of their image per generator and
+# type}; the summary shows them beside the models (a data preset that knows its scenes
+# may add them).
+ORACLE_TABLES = {}
+
+
 # Per-item predictions of the crossover comparison, by metric table (a data preset may add
 # tables whose splits it knows): label -> one file per model, or one file for all models.
 CROSSOVER_TABLES = {}
@@ -517,7 +541,15 @@ def crossover_tables():
 
 BENCHMARK_JSONS = [
     f"results/benchmarks/{name}.json"
-    for name in ("parser", "counting", "scorers", "evaluation", "image_index", "scale")
+    for name in (
+        "parser",
+        "counting",
+        "scorers",
+        "evaluation",
+        "model_families",
+        "image_index",
+        "scale",
+    )
 ]
 
 

@@ -49,3 +49,27 @@ rule figure_crossover:
         "Plotting the crossover comparison"
     script:
         "../scripts/figure_crossover.py"
+
+
+rule figure_all_benchmarks:
+    input:
+        metric_tables(),
+    output:
+        png=report(
+            "results/figures/all_benchmarks.png",
+            caption="../report/figure_all_benchmarks.rst",
+            category="Figures",
+            subcategory="across benchmarks",
+            labels={"figure": "every benchmark, one panel per headline metric"},
+        ),
+        pdf="results/figures/all_benchmarks.pdf",
+    log:
+        "logs/figures/all_benchmarks.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        model_corpus={model: model_corpus(model) for model in EVAL_MODELS},
+    message:
+        "Plotting every benchmark's headline metric per model"
+    script:
+        "../scripts/figure_all_benchmarks.py"

@@ -141,7 +141,7 @@ rule evaluate_two_image:
     log:
         "logs/metrics/{model}_{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(TWO_IMAGE_BENCHMARKS),
+        benchmark=names_re([*TWO_IMAGE_BENCHMARKS, *IMAGE_SELECTION_BENCHMARKS]),
     conda:
         "../envs/vlcomp.yaml"
     threads: embed_threads()
@@ -152,8 +152,13 @@ rule evaluate_two_image:
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings=set_eval_settings(),
         cache="results/cache/embeddings",
+        shape=lambda wc: (
+            "image_selection"
+            if wc.benchmark in IMAGE_SELECTION_BENCHMARKS
+            else "two_images"
+        ),
     message:
-        "Winoground text / image / group scores of {wildcards.model} on {wildcards.benchmark}"
+        "Scoring {wildcards.model} on the image pairs of {wildcards.benchmark}"
     script:
         "../scripts/evaluate_two_image.py"
 
@@ -319,6 +324,7 @@ rule metrics_summary:
             model=EVAL_MODELS,
             benchmark=benchmarks_of("crepe_systematicity"),
         ),
+        oracles=[path for tables in ORACLE_TABLES.values() for path in tables.values()],
     output:
         report(
             "results/metrics/summary.md",
@@ -332,6 +338,7 @@ rule metrics_summary:
     conda:
         "../envs/vlcomp.yaml"
     params:
+        oracles=ORACLE_TABLES,
         # provenance: the eval set, the models' training corpora, the BindSplit tables
         benchmarks={
             name: {

@@ -182,7 +182,7 @@ rule import_two_image:
     log:
         "logs/negatives/{benchmark}.log",
     wildcard_constraints:
-        benchmark=names_re(TWO_IMAGE_BENCHMARKS),
+        benchmark=names_re([*TWO_IMAGE_BENCHMARKS, *IMAGE_SELECTION_BENCHMARKS]),
     conda:
         "../envs/vlcomp.yaml"
     params:

@@ -173,3 +173,35 @@ rule figure_world_heldout:
         "Plotting {wildcards.benchmark} on held-in vs held-out images"
     script:
         "../scripts/figure_benchmark.py"
+
+
+rule world_oracles:
+    input:
+        sets=lambda wc: [
+            p[k] for p in oracle_parts(wc.benchmark) for k in ("candidates", "boxes")
+        ],
+        scenes="results/world/eval/scenes.parquet",
+    output:
+        metrics="results/world/oracles/{benchmark}.parquet",
+        false_negatives="results/world/oracles/{benchmark}_false_negatives.parquet",
+        unreadable="results/world/oracles/{benchmark}_unreadable.parquet",
+    log:
+        "logs/world/oracles_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(list(ORACLE_TABLES)),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        parts=lambda wc: oracle_parts(wc.benchmark),
+        world=world_preset.shared_settings(WORLD) if WORLD else {},
+        settings={
+            "recall_at": config["evaluate"]["set_recall_at"],
+            **{
+                k: config["evaluate"][k]
+                for k in ("bootstrap_resamples", "bootstrap_seed")
+            },
+        },
+    message:
+        "Ground-truth oracles and false-negative rates of {wildcards.benchmark}"
+    script:
+        "../scripts/world_oracles.py"

@@ -24,6 +24,7 @@ def world_targets():
         for benchmark in benchmarks_of("pairs", "retrieval")
         if eval_set_of(benchmark) in GROUND_TRUTH_SETS
     ]
+    targets += [path for tables in ORACLE_TABLES.values() for path in tables.values()]
     return sorted(set(targets))
 
 
@@ -51,6 +52,43 @@ CROSSOVER_TABLES.update(
         if eval_set_of(benchmark) in GROUND_TRUTH_SETS
     }
 )
+
+# The world knows every scene: oracles check each generated negative against it.
+ORACLE_TABLES.update(
+    {
+        benchmark: {
+            "metrics": f"results/world/oracles/{benchmark}.parquet",
+            "false_negatives": f"results/world/oracles/{benchmark}_false_negatives.parquet",
+        }
+        for benchmark in benchmarks_of(
+            "pairs", "crepe_systematicity", "crepe_productivity"
+        )
+        if eval_set_of(benchmark) in GROUND_TRUTH_SETS
+    }
+)
+
+
+def oracle_parts(benchmark):
+    """The candidate sets the oracles read (as evaluation_parts gives a model them, every
+    corpus's of a systematicity benchmark, in config order), without splits."""
+    root = f"results/negatives/{benchmark}"
+    if BENCHMARKS[benchmark]["kind"] == "crepe_systematicity":
+        return [
+            {
+                "candidates": f"{root}/{corpus}/candidates.parquet",
+                "boxes": f"{root}/{corpus}/regions.parquet",
+                "label": corpus,
+            }
+            for corpus in BENCHMARKS[benchmark]["corpora"]
+        ]
+    return [
+        {
+            "candidates": f"{root}/candidates.parquet",
+            "boxes": f"{root}/boxes.parquet",
+            "label": None,
+        }
+    ]
+
 
 # The scale benchmark runs on captions the world writes (world_scale_corpus).
 if WORLD:

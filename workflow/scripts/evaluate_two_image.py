@@ -18,4 +18,5 @@ with job_log(snakemake.log[0]) as log:
         metrics_out=snakemake.output.metrics,
         excluded_out=snakemake.output.excluded,
         log=log,
+        shape=snakemake.params.shape,
     )

@@ -11,5 +11,6 @@ with job_log(snakemake.log[0]) as log:
         snakemake.output[0],
         crossover=snakemake.input.get("crossover"),
         benchmarks=snakemake.params.benchmarks,
+        oracles=snakemake.params.oracles,
     )
     log(f"wrote {snakemake.output[0]}")

@@ -405,6 +405,127 @@ def summary(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# --------------------------------------------------------------------------- model families
+
+FAMILY_COST = {
+    "open_clip": "1 image pass per distinct image or crop + 1 text pass per distinct text; "
+    "every candidate a dot product",
+    "transformers dual encoder": "as open_clip",
+    "matching head (BLIP ITM)": "1 vision pass per distinct image or crop + 1 fused "
+    "text-encoder pass per (image, text) pair: K per set of K candidates",
+    "vqascore (LLaVA)": "1 full pass (vision tower + language model) per (image, text) pair: "
+    "K per set of K candidates",
+}
+
+
+def family_models(root: Path, device: str, seed: int) -> dict[str, LoadedModel]:
+    """One tiny random model of each family (``tiny_models``; open_clip's tiny world ViT),
+    saved under ``root`` and loaded through the config path."""
+    from vlcomp.evaluate.tiny_models import save_tiny_blip_itm, save_tiny_clip, save_tiny_llava
+
+    savers = {
+        "transformers dual encoder": ("dual_encoder", save_tiny_clip),
+        "matching head (BLIP ITM)": ("matching_head", save_tiny_blip_itm),
+        "vqascore (LLaVA)": ("vqascore", save_tiny_llava),
+    }
+    models = {"open_clip": bench_model("vlcomp-world-vit", root, device, "fp32", seed)}
+    for family, (kind, save) in savers.items():
+        folder = root / kind
+        if not (folder / "config.json").exists():
+            save(folder, seed=seed)
+        entry = {"transformers": {"id": str(folder), "kind": kind}}
+        models[family] = load_model(ModelSpec.from_config(kind, entry), device, "fp32")
+    return models
+
+
+def run_family_benchmark(
+    n_items: int = 24,
+    negatives: int = 4,
+    threads: int = 1,
+    batch_size: int = 64,
+    seed: int = 0,
+    device: str = "cpu",
+    repeats: int = 3,
+    crops_per_image: int = 3,
+    data_dir: str | Path | None = None,
+    log: Log = print,
+) -> dict[str, Any]:
+    """Items/s of a tiny model of each family (open_clip, transformers dual encoder,
+    matching head, VQAScore) through ``score_candidates`` + ``rank_sets`` on the same crops
+    and candidate sets (no cache, images decoded in this process), and the forward passes
+    each item cost (pair scorers count theirs: ``joint_scoring.PairScorer.counts``)."""
+    from vlcomp.evaluate.joint_scoring import is_pair_scorer
+
+    torch.set_num_threads(threads)
+    with tempfile.TemporaryDirectory(prefix="vlcomp-family-bench-") as tmp:
+        keep = Path(data_dir) if data_dir else Path(tmp)
+        keep.mkdir(parents=True, exist_ok=True)
+        candidates, boxes, images = bench_data(keep, n_items, negatives, crops_per_image, seed)
+        models = family_models(keep, device, seed)
+        first = candidates["item_id"].unique(maintain_order=True).head(4).to_list()
+        few = candidates.filter(pl.col("item_id").is_in(first))
+        results: dict[str, Any] = {}
+        for family, loaded in models.items():
+            loaded.workers = 0
+            score_candidates("bench", loaded, few, images, boxes=boxes, batch_size=batch_size)
+            joint = is_pair_scorer(loaded)
+            times, counts = [], {}
+            for _ in range(repeats):
+                before = dict(loaded.model.counts) if joint else {}
+                start = time.perf_counter()
+                rank_sets(
+                    score_candidates(
+                        "bench", loaded, candidates, images, boxes=boxes, batch_size=batch_size
+                    )
+                )
+                times.append(time.perf_counter() - start)
+                if joint:
+                    counts = {k: v - before.get(k, 0) for k, v in loaded.model.counts.items()}
+            median = float(np.median(times))
+            results[family] = {
+                "model": loaded.fingerprint,
+                "details": {k: v for k, v in loaded.details.items() if k != "weights_sha256"},
+                "seconds_all_repeats": times,
+                "median_s": median,
+                "items_per_s": n_items / median,
+                "pairs_per_s": candidates.height / median,
+                "forward_passes_per_item": {k: v / n_items for k, v in sorted(counts.items())},
+                "cost_model": FAMILY_COST[family],
+            }
+        info = machine_info(next(iter(models.values())))
+    result = {
+        "items": n_items,
+        "candidates_per_item": negatives + 1,
+        "crops_per_image": crops_per_image,
+        "image_size": "640x480 JPEG q90",
+        "batch_size": batch_size,
+        "threads": threads,
+        "repeats": repeats,
+        "device": device,
+        "families": results,
+        "machine": info,
+    }
+    log(family_summary(result))
+    return result
+
+
+def family_summary(result: Mapping[str, Any]) -> str:
+    """The numbers of ``run_family_benchmark`` as a few lines."""
+    lines = [
+        f"{result['items']} items (crops of 640x480 JPEGs) x {result['candidates_per_item']} "
+        f"candidates, batch {result['batch_size']}, {result['threads']} thread(s) on "
+        f"{result['machine']['device_name']}; median of {result['repeats']}:"
+    ]
+    for family, numbers in result["families"].items():
+        passes = ", ".join(f"{v:g} {k}" for k, v in numbers["forward_passes_per_item"].items())
+        lines.append(
+            f"  {family:28s} {numbers['items_per_s']:9.1f} items/s "
+            f"({numbers['pairs_per_s']:.1f} pairs/s)"
+            + (f"; forward passes per item: {passes}" if passes else "")
+        )
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--model", "--arch", default="vlcomp-world-vit", help="open_clip name")

@@ -2,14 +2,19 @@
 the part that needs no torch (the config check and the workflow import it when they parse).
 
 An entry names a model folder (a local directory, or a hub id at a pinned revision whose
-snapshot is in the local Hugging Face cache; nothing is downloaded) and a ``kind``. A
-``dual_encoder`` (CLIPModel, SiglipModel, AltCLIPModel, ...: anything ``AutoModel`` loads
-that has ``get_image_features`` / ``get_text_features``) is loaded by
-``models.load_dual_encoder`` and wrapped as ``models.DualEncoder``, a module with open_clip's
-``encode_image`` / ``encode_text``, so that embedding, caches, rankers and metrics use it
-unchanged. ``IMPLEMENTED_KINDS`` lists the kinds ``models.TRANSFORMERS_LOADERS`` loads:
-models that score an (image, text) pair jointly (matching heads, VQAScore) get an entry in
-both; until then a config naming them fails saying they are not implemented yet.
+snapshot is in the local Hugging Face cache; nothing is downloaded) and a ``kind``:
+
+- ``dual_encoder`` (CLIPModel, SiglipModel, AltCLIPModel, ...: anything ``AutoModel`` loads
+  that has ``get_image_features`` / ``get_text_features``) is loaded by
+  ``models.load_dual_encoder`` and wrapped as ``models.DualEncoder``, a module with
+  open_clip's ``encode_image`` / ``encode_text``, so that embedding, caches, rankers and
+  metrics use it unchanged;
+- ``matching_head`` (BLIP's ``BlipForImageTextRetrieval``) and ``vqascore`` (a
+  vision-language generation model, e.g. ``LlavaForConditionalGeneration``) score an
+  (image, text) pair jointly: ``joint_scoring`` loads and runs them. Their options
+  (``KIND_OPTIONS``) sit in the same block.
+
+``IMPLEMENTED_KINDS`` lists the kinds ``models.TRANSFORMERS_LOADERS`` loads.
 """
 
 from __future__ import annotations
@@ -22,9 +27,24 @@ from pathlib import Path
 from typing import Any
 
 DUAL_ENCODER = "dual_encoder"
-IMPLEMENTED_KINDS = (DUAL_ENCODER,)
-# Kinds a config may be tempted to name, which score pairs rather than embed each side.
-NOT_YET_IMPLEMENTED = ("matching_head", "vqascore")
+MATCHING_HEAD = "matching_head"
+VQASCORE = "vqascore"
+IMPLEMENTED_KINDS = (DUAL_ENCODER, MATCHING_HEAD, VQASCORE)
+JOINT_KINDS = (MATCHING_HEAD, VQASCORE)  # score (image, text) pairs rather than embed each
+
+# The options of each kind (``models.<key>.transformers.<option>``) and their defaults.
+# matching_head: image-text retrieval ranks every query's ``rerank_top_k`` best candidates by
+# the model's ITC similarity, then reranks those by ITM (BLIP's own retrieval evaluation).
+# vqascore (Lin et al. 2024): log P(answer | image, prompt), the prompt being ``prompt`` with
+# ``{image}`` the processor's image token and ``{question}`` the ``question`` around the text.
+DEFAULT_QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
+DEFAULT_PROMPT = "USER: {image}\n{question} ASSISTANT:"  # LLaVA-1.5's conversation
+KIND_OPTIONS: dict[str, dict[str, Any]] = {
+    DUAL_ENCODER: {},
+    MATCHING_HEAD: {"rerank_top_k": 16},
+    VQASCORE: {"question": DEFAULT_QUESTION, "prompt": DEFAULT_PROMPT, "answer": "Yes"},
+}
+SOURCE_KEYS = ("id", "kind", "revision")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
 WEIGHT_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
@@ -60,22 +80,32 @@ def transformers_context_length(
     model_id: str, revision: str | None = None, cache_dir: str | None = None
 ) -> int:
     """The text tower's context: ``text_config.max_position_embeddings`` of config.json
-    (77, CLIP's, when the config is not here or gives none). No torch."""
+    (77, CLIP's, when the config is not here or gives none), or the tokenizer's shorter
+    ``model_max_length`` beside it (XLM-R's 512 tokens of 514 positions: AltCLIP), the
+    context ``models.load_dual_encoder`` pads to. No torch."""
     path = transformers_config_file(model_id, revision, cache_dir)
     config: dict[str, Any] = json.loads(path.read_text(encoding="utf-8")) if path else {}
     text = config.get("text_config") or {}
-    return int(text.get("max_position_embeddings", DEFAULT_CONTEXT_LENGTH))
+    context = int(text.get("max_position_embeddings", DEFAULT_CONTEXT_LENGTH))
+    tokenizer_config = path.parent / "tokenizer_config.json" if path else None
+    if tokenizer_config is not None and tokenizer_config.is_file():
+        limit = json.loads(tokenizer_config.read_text(encoding="utf-8")).get("model_max_length")
+        if isinstance(limit, int) and 0 < limit < context:
+            context = limit
+    return context
 
 
 @dataclass(frozen=True)
 class TransformersSource:
     """``models.<key>.transformers``: ``id`` a local folder or a hub id, ``revision`` the
-    pinned hub revision (required for a hub id), ``cache_dir`` the HF cache to look in."""
+    pinned hub revision (required for a hub id), ``cache_dir`` the HF cache to look in,
+    ``options`` the kind's options as given (``option`` fills in the defaults)."""
 
     id: str
     kind: str
     revision: str | None = None
     cache_dir: str | None = None
+    options: tuple[tuple[str, Any], ...] = ()
 
     @staticmethod
     def from_entry(entry: dict[str, Any], cache_dir: str | None = None) -> TransformersSource:
@@ -85,6 +115,7 @@ class TransformersSource:
             kind=str(entry["kind"]),
             revision=entry.get("revision"),
             cache_dir=cache_dir,
+            options=tuple(sorted((k, v) for k, v in entry.items() if k not in SOURCE_KEYS)),
         )
 
     @property
@@ -95,24 +126,60 @@ class TransformersSource:
     def label(self) -> str:
         return self.id if self.local or not self.revision else f"{self.id}@{self.revision}"
 
+    def option(self, name: str) -> Any:
+        """The option's value, or its default for this kind."""
+        given = dict(self.options)
+        return given[name] if name in given else KIND_OPTIONS[self.kind][name]
+
+    def resolved_options(self) -> dict[str, Any]:
+        """Every option of the kind, defaults filled in."""
+        return {name: self.option(name) for name in KIND_OPTIONS.get(self.kind, {})}
+
 
 def kind_problem(kind: str) -> str | None:
     """Why a ``transformers.kind`` cannot be used (None: it can)."""
     if kind in IMPLEMENTED_KINDS:
         return None
-    known = ", ".join(IMPLEMENTED_KINDS)
-    if kind in NOT_YET_IMPLEMENTED:
-        return f"kind '{kind}' is not implemented yet (implemented: {known})"
-    return f"'{kind}' is not a known kind (implemented: {known})"
+    return f"'{kind}' is not a known kind (known: {', '.join(IMPLEMENTED_KINDS)})"
+
+
+def options_problem(where: str, source: TransformersSource) -> tuple[str, str] | None:
+    """(config key, reason) of an option the kind does not have or a value it cannot use."""
+    allowed = KIND_OPTIONS[source.kind]
+    for name, value in source.options:
+        if name not in allowed:
+            owners = [k for k, names in KIND_OPTIONS.items() if name in names]
+            known = ", ".join(allowed) or "none"
+            why = f"an option of kind {', '.join(owners)}, not" if owners else "not an option of"
+            return f"{where}.{name}", f"{why} kind {source.kind} (its options: {known})"
+        default = allowed[name]
+        if type(value) is not type(default):
+            return f"{where}.{name}", f"must be a {type(default).__name__}, not {value!r}"
+    if source.kind == MATCHING_HEAD and source.option("rerank_top_k") < 1:
+        return f"{where}.rerank_top_k", "must be 1 or more (candidates reranked per query)"
+    if source.kind == VQASCORE:
+        fields = {"question": ("{text}",), "prompt": ("{image}", "{question}")}
+        for name, needed in fields.items():
+            text = source.option(name)
+            for field_name in needed:
+                if text.count(field_name) != 1:
+                    return f"{where}.{name}", f"must hold {field_name} exactly once: {text!r}"
+        if not source.option("answer").strip():
+            return f"{where}.answer", "must not be empty"
+    return None
 
 
 def source_problem(key: str, source: TransformersSource) -> tuple[str, str] | None:
-    """(config key, reason) of a problem of the entry the config check sees: an unknown or
-    unimplemented kind, a missing folder, an unpinned hub id. None: none."""
+    """(config key, reason) of a problem of the entry the config check sees: an unknown
+    kind, an option the kind lacks or cannot use, a missing folder, an unpinned hub id.
+    None: none."""
     where = f"models.{key}.transformers"
     problem = kind_problem(source.kind)
     if problem:
         return f"{where}.kind", problem
+    problem_of_options = options_problem(where, source)
+    if problem_of_options:
+        return problem_of_options
     if source.local:
         if not Path(source.id).expanduser().is_dir():
             return f"{where}.id", f"folder not found: {source.id}"
@@ -187,3 +254,26 @@ def weights_sha256(files: Sequence[Path], chunk: int = 1 << 20) -> str:
     for path, digest in zip(files, digests, strict=True):
         combined.update(f"{path.name}:{digest}\n".encode())
     return combined.hexdigest()
+
+
+def missing_tokenizer_files(directory: Path) -> tuple[str, list[str]]:
+    """(tokenizer class, the vocabulary files it reads that the folder lacks) of a folder
+    without a ``tokenizer.json`` (a partial download of e.g. SigLIP's ``spiece.model``, which
+    the tokenizer itself reports only as "Either model_file or model_proto must be
+    specified"). ("", []) when there is nothing to name."""
+    config = directory / "tokenizer_config.json"
+    if (directory / "tokenizer.json").is_file() or not config.is_file():
+        return "", []
+    try:
+        name = json.loads(config.read_text(encoding="utf-8")).get("tokenizer_class")
+    except (OSError, ValueError, AttributeError):  # the load's own error says what is wrong
+        return "", []
+    if not isinstance(name, str):
+        return "", []
+    from transformers.models.auto.tokenization_auto import tokenizer_class_from_name
+
+    files = getattr(tokenizer_class_from_name(name), "vocab_files_names", None) or {}
+    missing = [
+        f for k, f in files.items() if k != "tokenizer_file" and not (directory / f).is_file()
+    ]
+    return name, sorted(missing)

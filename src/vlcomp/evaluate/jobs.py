@@ -5,7 +5,7 @@ They are plain functions so that every stage can also run without Snakemake.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,14 @@ from vlcomp.evaluate.embed import (
     read_image_index,
     text_key,
 )
-from vlcomp.evaluate.metrics import EvalSettings, add_flag_counts, retrieval_table, set_flags
+from vlcomp.evaluate.joint_scoring import is_pair_scorer, pair_retrieval_ranks
+from vlcomp.evaluate.metrics import (
+    EvalSettings,
+    add_flag_counts,
+    recall_table,
+    retrieval_table,
+    set_flags,
+)
 from vlcomp.evaluate.models import provenance
 from vlcomp.evaluate.retrieval_sets import (
     SET_PREDICTIONS_SCHEMA,
@@ -39,6 +46,12 @@ from vlcomp.evaluate.retrieval_sets import (
     split_keys,
 )
 from vlcomp.io import write_parquet, write_with
+from vlcomp.negatives.context import (
+    sets_decided_by_text,
+    sets_keyed_by_merges,
+    text_decides,
+    tokenizer_merges,
+)
 
 Log = Callable[[str], None]
 
@@ -133,7 +146,7 @@ def evaluate_benchmark_job(
         for item_id, image in bad.select("item_id", "image").unique().iter_rows():
             excluded.append((label, item_id, image, UNREADABLE, unreadable[image]))
         if scored.height:
-            flags = set_flags(scored, token_ids(loaded.tokenizer, candidates["text"].to_list()))
+            flags = set_flags(*flag_tokens(loaded.tokenizer, scored, candidates, label, log))
             # a set the tokenizer cannot tell apart is wrong however its floats round
             ranked = (
                 rank_sets(scored)
@@ -183,6 +196,59 @@ def token_ids(
         ids = np.asarray(tokenizer(chunk), dtype=np.int64)
         out.update((text_key(t), row.tobytes()) for t, row in zip(chunk, ids, strict=True))
     return out
+
+
+def flag_tokens(
+    tokenizer: Callable[[list[str]], Any],
+    scored: pl.DataFrame,
+    candidates: pl.DataFrame,
+    label: str | None = None,
+    log: Log | None = None,
+) -> tuple[pl.DataFrame, dict[str, Hashable]]:
+    """The inputs of ``metrics.set_flags``: ``scored`` and text_key -> token ids
+    (``token_ids``), with no ids where the flags need none under open_clip's
+    SimpleTokenizer (``context.text_decides``): in a set that the text decides
+    (``context.sets_decided_by_text``) or whose texts the tokenizer's merges read without
+    its cleaning (``context.sets_keyed_by_merges``), a row's text_key becomes a key of its
+    text that stands for its ids within the set, so the flags are those the ids give."""
+    context = text_decides(tokenizer)
+    keys: dict[str, dict[str, str]] = {}
+    if context is not None:
+        rows = candidates.select("item_id", "text", "is_positive").rows()
+        by_text = sets_decided_by_text(rows, context)
+        rest = [row for row in rows if row[0] not in by_text]
+        by_merges = sets_keyed_by_merges(rest, context, tokenizer_merges(tokenizer))
+        # a piece or a token has no space; the prefixes keep the two kinds apart
+        for prefix, sets in (("text:", by_text), ("tokens:", by_merges)):
+            for item_id, texts in sets.items():
+                keys[item_id] = {text: prefix + " ".join(key) for text, key in texts.items()}
+        if log is not None:
+            n_sets = candidates["item_id"].n_unique()
+            part = f" [{label}]" if label is not None else ""
+            log(
+                f"{n_sets} sets{part}: flags of {len(by_text)} decided by their text, "
+                f"{len(by_merges)} by the tokenizer's merges, {n_sets - len(keys)} by its ids"
+            )
+    rest_texts = candidates.filter(~pl.col("item_id").is_in(list(keys)))["text"].to_list()
+    tokens: dict[str, Hashable] = dict(token_ids(tokenizer, rest_texts))
+    if not keys:
+        return scored, tokens
+    keyed = pl.DataFrame(
+        [
+            (item_id, text_key(text), key)
+            for item_id, texts in keys.items()
+            for text, key in texts.items()
+        ],
+        schema={"item_id": pl.String, "text_key": pl.String, "flag_key": pl.String},
+        orient="row",
+    )
+    tokens.update((key, key) for key in keyed["flag_key"].unique().to_list())
+    scored = (
+        scored.join(keyed, on=["item_id", "text_key"], how="left", maintain_order="left")
+        .with_columns(text_key=pl.coalesce("flag_key", "text_key"))
+        .drop("flag_key")
+    )
+    return scored, tokens
 
 
 def _log_flags(predictions: pl.DataFrame, context: int | None, log: Log) -> None:
@@ -241,6 +307,22 @@ def retrieval_job(
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
+    if is_pair_scorer(loaded):  # a matching head or VQAScore: it ranks the pairs itself
+        ranks, unreadable = pair_retrieval_ranks(
+            model_key, benchmark, loaded, items, usable, int(settings["batch_size"]),
+            image_cache, text_cache, progress_bar, log,
+        )  # fmt: skip
+        bad = items.filter(pl.col("image_id").is_in(sorted(unreadable)))
+        for item_id, image in bad.select("item_id", "image_id").iter_rows():
+            excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
+        _stop_if_nothing_left(excluded, total, image_index, log)
+        table = recall_table(ranks, eval_settings)
+        meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
+        write_evaluation(
+            ranks, table, excluded, meta, ranks_out, metrics_out, excluded_out, total, log
+        )
+        log_summary(table, log)
+        return
     image_ids = sorted(set(items["image_id"].to_list()))
     failed: dict[ImageRef, str] = {}
     image_vectors, new_images = embed_image_refs(
@@ -326,28 +408,32 @@ def evaluate_two_image_job(
     metrics_out: str,
     excluded_out: str,
     log: Log = print,
+    shape: str = "two_images",
 ) -> None:
-    """Job: score one model on a two-image benchmark (``contracts.TWO_IMAGE_SCHEMA``:
-    Winoground, BiVLC, VisMin) and write per-item predictions
-    (``two_image.TWO_IMAGE_PREDICTIONS_SCHEMA``: the 2x2 similarities and text / image /
-    group correctness), the metric table (``METRIC_SCHEMA``: text_score, image_score,
-    group_score per family, micro and macro, with chance 1/4, 1/4, 1/6) and the items left
-    out (``EXCLUDED_SCHEMA``, one row per item: its first unusable image). Both image ids are
-    looked up in ``image_index``; an item with either image missing or undecodable is
-    excluded and logged. ``settings``: device, threads, batch_size, precision, workers,
-    bootstrap_resamples, bootstrap_seed, ci_level."""
-    from vlcomp.contracts import TWO_IMAGE_SCHEMA, conform
-    from vlcomp.evaluate.two_image import (
-        TWO_IMAGE_METRICS,
-        WINOGROUND_CHANCE,
-        log_score_summary,
-        score_two_image,
-        two_image_metric_table,
-        two_image_predictions,
-    )
+    """Job: score one model on a benchmark of image pairs and write per-item predictions,
+    the metric table (``METRIC_SCHEMA``) and the items left out (``EXCLUDED_SCHEMA``, one row
+    per item: its first unusable image). ``shape``:
 
+    - ``two_images`` (``contracts.TWO_IMAGE_SCHEMA``: Winoground, BiVLC, VisMin, ...): the 2x2
+      similarities and text / image / group correctness
+      (``two_image.TWO_IMAGE_PREDICTIONS_SCHEMA``), text_score, image_score, group_score per
+      family, micro and macro, chance 1/4, 1/4, 1/6;
+    - ``image_selection`` (``contracts.IMAGE_SELECTION_SCHEMA``: SVO-Probes): one caption,
+      s(c, image_0), s(c, image_1) and whether the positive image_0 wins
+      (``two_image.IMAGE_SELECTION_PREDICTIONS_SCHEMA``), accuracy per negative type, micro
+      and macro, chance 0.5, a tie wrong.
+
+    Both image ids are looked up in ``image_index``; an item with either image missing or
+    undecodable is excluded and logged. ``settings``: device, threads, batch_size, precision,
+    workers, bootstrap_resamples, bootstrap_seed, ci_level."""
+    from vlcomp.contracts import conform
+    from vlcomp.evaluate.two_image import PAIR_SHAPES, log_score_summary
+
+    if shape not in PAIR_SHAPES:
+        raise ValueError(f"shape must be one of {sorted(PAIR_SHAPES)}, got {shape!r}")
+    kind = PAIR_SHAPES[shape]
     eval_settings = EvalSettings.from_config(settings)
-    table = conform(pl.read_parquet(items), TWO_IMAGE_SCHEMA, items).sort("benchmark", "item_id")
+    table = conform(pl.read_parquet(items), kind.schema, items).sort("benchmark", "item_id")
     duplicated = table.filter(pl.struct("benchmark", "item_id").is_duplicated())
     if duplicated.height:
         raise ValueError(f"{items}: duplicate item_id {duplicated['item_id'][0]!r}")
@@ -361,7 +447,7 @@ def evaluate_two_image_job(
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
-    similarity, unreadable = score_two_image(
+    similarity, unreadable = kind.score(
         loaded, table, usable, int(settings["batch_size"]), image_cache, text_cache,
         progress_bar, log,
     )  # fmt: skip
@@ -372,17 +458,17 @@ def evaluate_two_image_job(
         _stop_if_nothing_left(excluded, total, image_index, log)
         keep = _usable_pairs(pairs, failures)
         table, similarity = table.filter(keep), similarity[keep.to_numpy()]
-    predictions = two_image_predictions(model_key, table, similarity)
-    metrics = two_image_metric_table(predictions, eval_settings)
+    predictions = kind.predictions(model_key, table, similarity)
+    metrics = kind.metric_table(predictions, eval_settings)
     meta = {
         **model_metadata(model_key, loaded),
         **eval_settings.metadata(),
-        "chance": ", ".join(f"{k} {v:.6f}" for k, v in WINOGROUND_CHANCE.items()),
+        "chance": ", ".join(f"{k} {v:.6f}" for k, v in kind.chance.items()),
     }
     write_evaluation(
         predictions, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
     )
-    log_score_summary(metrics, list(TWO_IMAGE_METRICS), log)
+    log_score_summary(metrics, list(kind.metrics), log)
 
 
 def _usable_pairs(

@@ -390,6 +390,25 @@ def retrieval_ranks(
     text_code = np.array([codes[i] for i in text_image_ids], dtype=np.int64)
     i2t = _ranks_in_blocks(image_emb, image_code, text_emb, text_code)
     t2i = _ranks_in_blocks(text_emb, text_code, image_emb, image_code)
+    return ranks_frame(model, benchmark, image_ids, text_ids, text_image_ids, i2t, t2i, image_split)
+
+
+def ranks_frame(
+    model: str,
+    benchmark: str,
+    image_ids: Sequence[str],
+    text_ids: Sequence[str],
+    text_image_ids: Sequence[str],
+    i2t: np.ndarray,
+    t2i: np.ndarray,
+    image_split: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
+    """``RANKS_SCHEMA`` rows from the ranks of each image (``i2t``, in ``image_ids`` order)
+    and each text (``t2i``), however they were ranked (embeddings or a pair scorer)."""
+    image_ids = [str(i) for i in image_ids]
+    text_image_ids = [str(i) for i in text_image_ids]
+    codes = {image_id: code for code, image_id in enumerate(image_ids)}
+    text_code = np.array([codes[i] for i in text_image_ids], dtype=np.int64)
     captions_per_image = np.bincount(text_code, minlength=len(image_ids))
     split_of = dict(image_split or {})
     frames = [

@@ -8,6 +8,8 @@ Or a transformers model (``models.<key>.transformers``, see ``hf_models``): a ``
 is loaded with ``AutoModel`` / ``AutoImageProcessor`` / ``AutoTokenizer`` and wrapped as
 ``DualEncoder`` (open_clip's ``encode_image`` / ``encode_text``), its preprocessing and
 tokenizer the processor's; the rest of the evaluation treats it like an open_clip model.
+A ``matching_head`` or ``vqascore`` is loaded by ``joint_scoring`` as a ``PairScorer``
+(it scores (image, text) pairs; the evaluation asks ``joint_scoring.is_pair_scorer``).
 """
 
 from __future__ import annotations
@@ -257,13 +259,20 @@ class DualEncoder(torch.nn.Module):
     (unnormalised features; the embedding code normalises)."""
 
     def __init__(
-        self, model: torch.nn.Module, attention_pad_id: int | None, end_id: int | None = None
+        self,
+        model: torch.nn.Module,
+        attention_pad_id: int | None,
+        end_id: int | None = None,
+        patches: bool = False,
     ) -> None:
         super().__init__()
         self.model = model
+        # SigLIP 2 NaFlex: images come as ``pack_patches`` tensors (patches, mask, grid).
+        self.patches = patches
         # None: no attention mask. CLIP pads with its end token behind a causal mask and
-        # pools at the first end token, so padding cannot reach it; SigLIP was trained
-        # without a mask. Otherwise (AltCLIP's XLM-R) padding is masked out.
+        # pools at the first end token, so padding cannot reach it; SigLIP and SigLIP 2
+        # were trained without a mask (their tokenizers return none). Otherwise (AltCLIP's
+        # XLM-R) padding is masked out.
         self.attention_pad_id = attention_pad_id
         # CLIP only (causal, pooled at the first end token ``end_id``): the columns after
         # the batch's last end token change nothing and are cut (as open_clip's short
@@ -271,24 +280,60 @@ class DualEncoder(torch.nn.Module):
         self.end_id = end_id
 
     def encode_image(self, pixels: torch.Tensor) -> torch.Tensor:
+        if self.patches:
+            patches, mask, grid = unpack_patches(pixels)
+            return _features(
+                self.model.get_image_features(
+                    pixel_values=patches, pixel_attention_mask=mask, spatial_shapes=grid
+                )
+            )
         return _features(self.model.get_image_features(pixel_values=pixels))
 
     def encode_text(self, ids: torch.Tensor) -> torch.Tensor:
         if self.end_id is not None and ids.numel():
             ends = (ids == self.end_id).int().argmax(dim=-1)
             ids = ids[:, : int(ends.max()) + 1]
-        mask = None if self.attention_pad_id is None else (ids != self.attention_pad_id).long()
+        mask = None
+        if self.attention_pad_id is not None:
+            # masked padding changes nothing either: columns no text uses are cut (AltCLIP
+            # pads to XLM-R's 512 tokens)
+            used = (ids != self.attention_pad_id).any(dim=0).nonzero()
+            if used.numel():
+                ids = ids[:, : int(used.max()) + 1]
+            mask = (ids != self.attention_pad_id).long()
         return _features(self.model.get_text_features(input_ids=ids, attention_mask=mask))
 
 
+def pack_patches(patches: torch.Tensor, mask: torch.Tensor, grid: torch.Tensor) -> torch.Tensor:
+    """A NaFlex image processor's output for one image (SigLIP 2: ``patches`` (P, D) padded
+    to its ``max_num_patches``, ``mask`` (P,) 1 for a real patch, ``grid`` (2,) the patch
+    rows and columns) as one (P + 1, D + 1) tensor, so that a batch stacks as images do:
+    row 0 holds the grid, each later row a patch with its mask bit last (small integers,
+    exact in float32)."""
+    head = patches.new_zeros(1, patches.shape[1] + 1)
+    head[0, :2] = grid
+    return torch.cat([head, torch.cat([patches, mask[:, None].to(patches.dtype)], dim=1)])
+
+
+def unpack_patches(packed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A batch of ``pack_patches`` tensors -> (patches, mask (int32), grid (int64))."""
+    body = packed[:, 1:]
+    return body[..., :-1], body[..., -1].to(torch.int32), packed[:, 0, :2].long()
+
+
 class ProcessorTransform:
-    """PIL image -> the processor's pixel tensor (C, H, W)."""
+    """PIL image -> the processor's pixel tensor (C, H, W), or for a NaFlex processor its
+    patches, patch mask and grid packed into one tensor (``pack_patches``)."""
 
     def __init__(self, image_processor: Any) -> None:
         self.image_processor = image_processor
 
     def __call__(self, image: Image.Image) -> torch.Tensor:
-        return self.image_processor(images=image, return_tensors="pt")["pixel_values"][0]
+        out = self.image_processor(images=image, return_tensors="pt")
+        if "spatial_shapes" in out:
+            grid = out["spatial_shapes"][0]
+            return pack_patches(out["pixel_values"][0], out["pixel_attention_mask"][0], grid)
+        return out["pixel_values"][0]
 
 
 class ProcessorTokenizer:
@@ -316,6 +361,7 @@ class LoadedParts:
     preprocess: Callable[[Image.Image], torch.Tensor]
     tokenizer: ProcessorTokenizer
     weights_sha256: str
+    details: dict[str, str] = field(default_factory=dict)  # more provenance (the kind's)
 
 
 def load_dual_encoder(key: str, directory: Path, device: torch.device) -> LoadedParts:
@@ -327,7 +373,16 @@ def load_dual_encoder(key: str, directory: Path, device: torch.device) -> Loaded
         image_processor = AutoImageProcessor.from_pretrained(directory, local_files_only=True)
         tokenizer = AutoTokenizer.from_pretrained(directory, local_files_only=True)
     except Exception as error:  # transformers raises many types; name the entry in every case
-        raise ModelUnavailableError(f"models.{key}: could not load {directory}: {error}") from error
+        tokenizer_class, missing = hf_models.missing_tokenizer_files(directory)
+        hint = (
+            f" (its tokenizer ({tokenizer_class}) reads {', '.join(missing)}, not in the folder: "
+            "download it with the model)"
+            if missing
+            else ""
+        )
+        raise ModelUnavailableError(
+            f"models.{key}: could not load {directory}: {error}{hint}"
+        ) from error
     if not (hasattr(model, "get_image_features") and hasattr(model, "get_text_features")):
         raise ModelUnavailableError(
             f"models.{key}: {type(model).__name__} is not a dual encoder (it has no "
@@ -346,6 +401,7 @@ def load_dual_encoder(key: str, directory: Path, device: torch.device) -> Loaded
             model,
             pad if masked else None,
             eos if getattr(model.config, "model_type", None) == "clip" else None,
+            patches="spatial_shapes" in getattr(image_processor, "model_input_names", ()),
         ).eval(),
         preprocess=ProcessorTransform(image_processor),
         tokenizer=ProcessorTokenizer(tokenizer, context),
@@ -353,9 +409,21 @@ def load_dual_encoder(key: str, directory: Path, device: torch.device) -> Loaded
     )
 
 
-# One loader per kind of hf_models.IMPLEMENTED_KINDS (the config check's list).
-TRANSFORMERS_LOADERS: dict[str, Callable[[str, Path, torch.device], LoadedParts]] = {
-    hf_models.DUAL_ENCODER: load_dual_encoder,
+def _load_joint(key: str, source: TransformersSource, directory: Path, device: torch.device):
+    from vlcomp.evaluate import joint_scoring  # it imports this module
+
+    return joint_scoring.LOADERS[source.kind](key, source, directory, device)
+
+
+# One loader per kind of hf_models.IMPLEMENTED_KINDS (the config check's list):
+# (key, source, folder, device) -> LoadedParts.
+TRANSFORMERS_LOADERS: dict[
+    str, Callable[[str, TransformersSource, Path, torch.device], LoadedParts]
+] = {
+    hf_models.DUAL_ENCODER: lambda key, source, directory, device: load_dual_encoder(
+        key, directory, device
+    ),
+    **{kind: _load_joint for kind in hf_models.JOINT_KINDS},
 }
 assert set(TRANSFORMERS_LOADERS) == set(hf_models.IMPLEMENTED_KINDS)
 
@@ -411,7 +479,8 @@ def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) ->
 
     assert spec.transformers is not None
     directory = transformers_directory(spec)
-    parts = TRANSFORMERS_LOADERS[spec.transformers.kind](spec.key, directory, device)
+    source = spec.transformers
+    parts = TRANSFORMERS_LOADERS[source.kind](spec.key, source, directory, device)
     return LoadedModel(
         spec=spec,
         model=parts.model,
@@ -424,6 +493,7 @@ def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) ->
             "transformers_kind": spec.transformers.kind,
             "transformers_revision": spec.transformers.revision or "",
             "weights_sha256": parts.weights_sha256,
+            **parts.details,
         },
     )
 

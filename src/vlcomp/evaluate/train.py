@@ -57,6 +57,7 @@ class TrainSettings:
     seed: int
     threads: int
     hard_negatives: str = "none"
+    negatives_per_pair: int = 1  # hard negatives a pair brings to each step; 0: all it has
 
     @staticmethod
     def from_config(entry: dict[str, Any]) -> TrainSettings:
@@ -69,6 +70,7 @@ class TrainSettings:
             seed=entry["seed"],
             threads=entry["threads"],
             hard_negatives=entry.get("hard_negatives", "none"),
+            negatives_per_pair=entry.get("negatives_per_pair", 1),
         )
 
 
@@ -263,6 +265,24 @@ def _negative_rows(
     return tokens, rows
 
 
+def _pick_negatives(
+    rows: Sequence[Sequence[int]], per_pair: int, rng: np.random.Generator
+) -> list[int]:
+    """The negative rows of one step: ``per_pair`` drawn without replacement from each
+    pair's (all of them when it has fewer, or when ``per_pair`` is 0)."""
+    if per_pair == 1:
+        return [options[int(rng.integers(len(options)))] for options in rows if options]
+    picked: list[int] = []
+    for options in rows:
+        if per_pair == 0 or len(options) <= per_pair:
+            picked.extend(options)
+        elif options:
+            picked.extend(
+                options[int(k)] for k in sorted(rng.choice(len(options), per_pair, replace=False))
+            )
+    return picked
+
+
 def train_clip(
     arch: str,
     pairs: pl.DataFrame,
@@ -277,9 +297,10 @@ def train_clip(
     An image that fails to decode raises, unless ``on_unreadable`` is given: then its pairs
     are left out before training starts and ``on_unreadable(row, message)`` is called.
     ``negatives`` (NegCLIP-style training, one list per pair, possibly empty): in every step
-    each pair with hard negatives contributes one of them, drawn from a seeded generator, to
-    the batch's texts (``negclip_loss``); without it the loss is CLIP's. ``start_from``: a
-    checkpoint of ``arch`` to fine-tune instead of training from scratch.
+    each pair with hard negatives contributes ``settings.negatives_per_pair`` of them (0: all),
+    drawn from a seeded generator, to the batch's texts (``negclip_loss``); without it the
+    loss is CLIP's. ``start_from``: a checkpoint of ``arch`` to fine-tune instead of
+    training from scratch.
     """
     _models.check_architecture(arch)
     torch.manual_seed(settings.seed)
@@ -344,11 +365,11 @@ def train_clip(
             if negatives is None:
                 loss = loss_fn(image_features, text_features, logit_scale)
             else:
-                picked = [
-                    options[int(negative_rng.integers(len(options)))]
-                    for options in (negative_rows[i] for i in idx.tolist())
-                    if options
-                ]
+                picked = _pick_negatives(
+                    [negative_rows[i] for i in idx.tolist()],
+                    settings.negatives_per_pair,
+                    negative_rng,
+                )
                 negative_features = (
                     model.encode_text(negative_tokens[picked], normalize=True)
                     if picked

@@ -17,6 +17,10 @@ negative N per item and negative type; Dumpala et al., 2024):
 - TOT (text-only): cos(P1, P2) > cos(P1, N) and cos(P1, P2) > cos(P2, N), with the model's
   text embeddings.
 
+**Image-selection items** (``contracts.IMAGE_SELECTION_SCHEMA``; SVO-Probes): one caption c,
+its image I0 and a negative image I1: right when s(c, I0) > s(c, I1). Both images are
+embedded as two-image items' are.
+
 Every comparison is strict: a tie counts as wrong (``tie_policy`` column), so a model that
 gives every candidate the same score scores 0.
 
@@ -25,16 +29,18 @@ Metrics (``METRIC_SCHEMA``) per model, benchmark, part and split ("all"): each n
 family "all" as ``<metric>_micro`` (over items) and ``<metric>_macro`` (mean over types),
 each with a percentile bootstrap interval over items seeded per cell (paired across models).
 Chance rows (model "chance") hold the expectation when the similarities are i.i.d. and
-continuous (``WINOGROUND_CHANCE``, ``SUGARCREPE_PP_CHANCE``).
+continuous (``WINOGROUND_CHANCE``, ``SUGARCREPE_PP_CHANCE``, ``IMAGE_SELECTION_CHANCE``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
+from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA
 from vlcomp.evaluate.embed import (
     Box,
     EmbeddingCache,
@@ -43,6 +49,7 @@ from vlcomp.evaluate.embed import (
     embed_texts,
     text_key,
 )
+from vlcomp.evaluate.joint_scoring import is_pair_scorer, score_grid
 from vlcomp.evaluate.metrics import (
     ALL,
     EvalSettings,
@@ -72,6 +79,9 @@ SUGARCREPE_PP_CHANCE: dict[str, float] = {
     "itt_accuracy": 1.0 / 3.0,
     "tot_accuracy": 1.0 / 3.0,
 }
+
+# Image selection: one comparison of two exchangeable similarities.
+IMAGE_SELECTION_CHANCE: dict[str, float] = {"accuracy": 0.5}
 
 UNLABELLED = "unlabelled"  # the family of an item whose family is null
 
@@ -114,9 +124,24 @@ SUGARCREPE_PP_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "n_text_key": pl.String,
 }
 
+IMAGE_SELECTION_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
+    "model": pl.String,
+    "benchmark": pl.String,
+    "part": pl.String,  # null: the benchmark has no parts
+    "item_id": pl.String,
+    "family": pl.String,  # what the negative image changes (subject, verb, object)
+    "split": pl.String,  # "all"
+    "image_0": pl.String,  # the positive image (eval set's id)
+    "image_1": pl.String,  # the negative image
+    "sim_pos": pl.Float64,  # cosine similarity of the caption and image_0
+    "sim_neg": pl.Float64,  # ... and image_1
+    "correct": pl.Boolean,
+}
+
 TWO_IMAGE_METRICS = {"text_score": "text_correct", "image_score": "image_correct",
                      "group_score": "group_correct"}  # fmt: skip
 SUGARCREPE_PP_METRICS = {"itt_accuracy": "itt_correct", "tot_accuracy": "tot_correct"}
+IMAGE_SELECTION_METRICS = {"accuracy": "correct"}
 
 
 # --------------------------------------------------------------------------- scores
@@ -132,6 +157,11 @@ def winoground_correct(similarity: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
     text = (s[:, 0, 0] > s[:, 1, 0]) & (s[:, 1, 1] > s[:, 0, 1])
     image = (s[:, 0, 0] > s[:, 0, 1]) & (s[:, 1, 1] > s[:, 1, 0])
     return text, image, text & image
+
+
+def image_selection_correct(sim_pos: np.ndarray, sim_neg: np.ndarray) -> np.ndarray:
+    """Image selection: the caption's own image strictly above the negative (tie = wrong)."""
+    return np.asarray(sim_pos) > np.asarray(sim_neg)
 
 
 def itt_correct(sim_p1: np.ndarray, sim_p2: np.ndarray, sim_n: np.ndarray) -> np.ndarray:
@@ -155,22 +185,9 @@ def two_image_predictions(
     """``TWO_IMAGE_PREDICTIONS_SCHEMA`` rows for ``items`` (``TWO_IMAGE_SCHEMA`` columns,
     one row per item, in the order of ``similarity``'s first axis), sorted by benchmark and
     item_id."""
-    s = np.asarray(similarity, dtype=np.float64)
-    if s.shape != (items.height, 2, 2):
-        raise ValueError(f"similarity shape {s.shape} does not match {items.height} items")
-    if not np.isfinite(s).all():
-        raise ValueError("two-image: non-finite similarity")
+    s = _checked_similarity(similarity, (items.height, 2, 2), "two-image")
     text, image, group = winoground_correct(s)
-    frame = items.select(
-        model=pl.lit(model),
-        benchmark=pl.col("benchmark"),
-        part=pl.lit(part, pl.String),
-        item_id=pl.col("item_id"),
-        family=negative_type(pl.col("family"), pl.col("target")).fill_null(UNLABELLED),
-        split=pl.lit(ALL),
-        image_0=pl.col("image_0"),
-        image_1=pl.col("image_1"),
-    ).with_columns(
+    frame = _pair_item_columns(model, items, part).with_columns(
         sim_c0_i0=pl.Series(s[:, 0, 0]),
         sim_c0_i1=pl.Series(s[:, 0, 1]),
         sim_c1_i0=pl.Series(s[:, 1, 0]),
@@ -180,6 +197,44 @@ def two_image_predictions(
         group_correct=pl.Series(group, dtype=pl.Boolean),
     )
     return _conform(frame, TWO_IMAGE_PREDICTIONS_SCHEMA).sort("benchmark", "item_id")
+
+
+def image_selection_predictions(
+    model: str, items: pl.DataFrame, similarity: np.ndarray, part: str | None = None
+) -> pl.DataFrame:
+    """``IMAGE_SELECTION_PREDICTIONS_SCHEMA`` rows for ``items`` (``IMAGE_SELECTION_SCHEMA``
+    columns, in the order of ``similarity``: shape (items, 2), s(c, image_0), s(c, image_1)),
+    sorted by benchmark and item_id."""
+    s = _checked_similarity(similarity, (items.height, 2), "image selection")
+    frame = _pair_item_columns(model, items, part).with_columns(
+        sim_pos=pl.Series(s[:, 0]),
+        sim_neg=pl.Series(s[:, 1]),
+        correct=pl.Series(image_selection_correct(s[:, 0], s[:, 1]), dtype=pl.Boolean),
+    )
+    return _conform(frame, IMAGE_SELECTION_PREDICTIONS_SCHEMA).sort("benchmark", "item_id")
+
+
+def _checked_similarity(similarity: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
+    s = np.asarray(similarity, dtype=np.float64)
+    if s.shape != shape:
+        raise ValueError(f"similarity shape {s.shape} does not match {shape[0]} items")
+    if not np.isfinite(s).all():
+        raise ValueError(f"{what}: non-finite similarity")
+    return s
+
+
+def _pair_item_columns(model: str, items: pl.DataFrame, part: str | None) -> pl.DataFrame:
+    """The identifying columns of image-pair predictions, one row per item."""
+    return items.select(
+        model=pl.lit(model),
+        benchmark=pl.col("benchmark"),
+        part=pl.lit(part, pl.String),
+        item_id=pl.col("item_id"),
+        family=negative_type(pl.col("family"), pl.col("target")).fill_null(UNLABELLED),
+        split=pl.lit(ALL),
+        image_0=pl.col("image_0"),
+        image_1=pl.col("image_1"),
+    )
 
 
 def sugarcrepe_pp_triples(candidates: pl.DataFrame) -> pl.DataFrame:
@@ -312,7 +367,88 @@ def score_two_image(
 ) -> tuple[np.ndarray, dict[str, str]]:
     """The (items, 2, 2) similarity matrices s(c_i, I_j) of ``items`` and the image ids that
     failed to decode (image_id -> message; their items' rows are NaN). ``images``: image_id ->
-    file for every image_0 / image_1 (leave out items the image index cannot serve first)."""
+    file for every image_0 / image_1 (leave out items the image index cannot serve first).
+    A pair scorer (``joint_scoring``) scores the four pairs instead."""
+    if is_pair_scorer(loaded):
+        return _pair_scores(
+            loaded, items, images, ["caption_0", "caption_1"], batch_size, image_cache,
+            progress, log,
+        )  # fmt: skip
+    texts = [*items["caption_0"].to_list(), *items["caption_1"].to_list()]
+    pictures, text_vectors, unreadable = _embed_two_images(
+        loaded, items, images, texts, batch_size, image_cache, text_cache, progress, log
+    )
+    n = items.height
+    captions = np.stack([text_vectors[:n], text_vectors[n:]], axis=1)  # (items, 2, dim)
+    similarity = np.einsum("ncd,nid->nci", captions, pictures).astype(np.float64)
+    return similarity, unreadable
+
+
+def score_image_selection(
+    loaded: LoadedModel,
+    items: pl.DataFrame,
+    images: Mapping[str, str],
+    batch_size: int = 256,
+    image_cache: EmbeddingCache | None = None,
+    text_cache: EmbeddingCache | None = None,
+    progress: Progress = lambda label: None,
+    log: Log | None = None,
+) -> tuple[np.ndarray, dict[str, str]]:
+    """The (items, 2) similarities s(c, image_0), s(c, image_1) of image-selection ``items``
+    and the image ids that failed to decode (as :func:`score_two_image`)."""
+    if is_pair_scorer(loaded):
+        similarity, unreadable = _pair_scores(
+            loaded, items, images, ["caption"], batch_size, image_cache, progress, log
+        )
+        return similarity[:, 0, :], unreadable
+    pictures, text_vectors, unreadable = _embed_two_images(
+        loaded, items, images, items["caption"].to_list(), batch_size, image_cache, text_cache,
+        progress, log,
+    )  # fmt: skip
+    similarity = np.einsum("nd,nid->ni", text_vectors, pictures).astype(np.float64)
+    return similarity, unreadable
+
+
+def _pair_scores(
+    loaded: LoadedModel,
+    items: pl.DataFrame,
+    images: Mapping[str, str],
+    text_columns: Sequence[str],
+    batch_size: int,
+    image_cache: EmbeddingCache | None,
+    progress: Progress,
+    log: Log | None,
+) -> tuple[np.ndarray, dict[str, str]]:
+    """A pair scorer's (items, texts, 2) scores of each item's ``text_columns`` with its
+    image_0 and image_1, and the image ids that failed to decode (their items are NaN)."""
+    ids = sorted(set(items["image_0"].to_list()) | set(items["image_1"].to_list()))
+    unknown = [i for i in ids if i not in images]
+    if unknown:
+        raise ValueError(f"two-image: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}")
+    refs = [
+        [ImageRef(images[a]), ImageRef(images[b])]
+        for a, b in items.select("image_0", "image_1").iter_rows()
+    ]
+    texts = items.select(text_columns).rows()
+    scores, failed = score_grid(loaded, refs, texts, batch_size, image_cache, progress, log)
+    unreadable = {i: failed[ImageRef(images[i])] for i in ids if ImageRef(images[i]) in failed}
+    return scores, unreadable
+
+
+def _embed_two_images(
+    loaded: LoadedModel,
+    items: pl.DataFrame,
+    images: Mapping[str, str],
+    texts: Sequence[str],
+    batch_size: int,
+    image_cache: EmbeddingCache | None,
+    text_cache: EmbeddingCache | None,
+    progress: Progress,
+    log: Log | None,
+) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
+    """Each item's image_0 and image_1 embedded, shape (items, 2, dim) (each distinct image
+    once), the ``texts`` embedded (len(texts), dim), and the image ids that failed to decode
+    (their rows are NaN)."""
     ids = sorted(set(items["image_0"].to_list()) | set(items["image_1"].to_list()))
     unknown = [i for i in ids if i not in images]
     if unknown:
@@ -324,21 +460,19 @@ def score_two_image(
     )
     unreadable = {i: failed[ref] for i, ref in zip(ids, refs, strict=True) if ref in failed}
     row_of = {i: k for k, i in enumerate(ids)}
-    texts = [*items["caption_0"].to_list(), *items["caption_1"].to_list()]
-    text_vectors, new_texts = embed_texts(loaded, texts, batch_size, text_cache, progress("texts"))
+    text_vectors, new_texts = embed_texts(
+        loaded, list(texts), batch_size, text_cache, progress("texts")
+    )
     if log:
         log(
             f"embedded {new_images}/{len(ids)} images and {new_texts}/{len(texts)} texts "
             "(the rest came from the cache)"
             + (f"; {len(unreadable)} images could not be decoded" if unreadable else "")
         )
-    n = items.height
     image_vectors = _same_width(image_vectors, text_vectors)
-    captions = np.stack([text_vectors[:n], text_vectors[n:]], axis=1)  # (items, 2, dim)
     rows = [[row_of[i] for i in items[column].to_list()] for column in ("image_0", "image_1")]
     pictures = np.stack([image_vectors[np.asarray(r, np.int64)] for r in rows], axis=1)
-    similarity = np.einsum("ncd,nid->nci", captions, pictures).astype(np.float64)
-    return similarity, unreadable
+    return pictures, text_vectors, unreadable
 
 
 def score_sugarcrepe_pp(
@@ -354,8 +488,16 @@ def score_sugarcrepe_pp(
 ) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
     """Image similarities (triples, 3) = s(I, P1), s(I, P2), s(I, N), text-only similarities
     (triples, 3) = cos(P1, P2), cos(P1, N), cos(P2, N), and the image ids that failed to
-    decode (their rows are NaN). ``boxes``: item_id -> crop (``retrieval_sets.item_boxes``)."""
+    decode (their rows are NaN). ``boxes``: item_id -> crop (``retrieval_sets.item_boxes``).
+    A pair scorer (``joint_scoring``) scores the three pairs; the text-only similarities
+    then come from its text embeddings (ITC), and a scorer without them cannot be used."""
     box_of = dict(boxes or {})
+    if is_pair_scorer(loaded) and not loaded.model.has_embeddings:
+        raise ValueError(
+            f"SugarCrepe++: {loaded.spec.key} ({loaded.model.score_name}) has no text "
+            "embeddings, which the text-only accuracy (TOT) needs; evaluate it on the other "
+            "benchmarks"
+        )
     unknown = sorted(set(triples["image"].to_list()) - set(images))
     if unknown:
         raise ValueError(
@@ -368,9 +510,18 @@ def score_sugarcrepe_pp(
     unique_refs = list(dict.fromkeys(item_refs))
     row_of = {ref: k for k, ref in enumerate(unique_refs)}
     failed: dict[ImageRef, str] = {}
-    image_vectors, new_images = embed_image_refs(
-        loaded, unique_refs, batch_size, image_cache, progress("images"), failed
-    )
+    pair_scores = None
+    if is_pair_scorer(loaded):
+        columns = triples.select("p1", "p2", "n").rows()
+        grid, failed = score_grid(
+            loaded, [[ref] for ref in item_refs], columns, batch_size, image_cache, progress, log
+        )
+        pair_scores, new_images = grid[:, :, 0], 0
+        image_vectors = np.zeros((len(unique_refs), 0), dtype=np.float32)
+    else:
+        image_vectors, new_images = embed_image_refs(
+            loaded, unique_refs, batch_size, image_cache, progress("images"), failed
+        )
     unreadable: dict[str, str] = {}
     for ref, image in zip(item_refs, triples["image"].to_list(), strict=True):
         if ref in failed:
@@ -388,6 +539,8 @@ def score_sugarcrepe_pp(
     p1, p2, neg = text_vectors[:n], text_vectors[n : 2 * n], text_vectors[2 * n :]
     picture = image_vectors[np.asarray([row_of[ref] for ref in item_refs], np.int64)]
     image_sims = np.stack([dot(picture, p1), dot(picture, p2), dot(picture, neg)], axis=1)
+    if pair_scores is not None:
+        image_sims = pair_scores
     text_sims = np.stack([dot(p1, p2), dot(p1, neg), dot(p2, neg)], axis=1)
     return image_sims, text_sims, unreadable
 
@@ -459,6 +612,14 @@ def sugarcrepe_pp_metric_table(predictions: pl.DataFrame, settings: EvalSettings
     return score_metric_table(predictions, SUGARCREPE_PP_METRICS, SUGARCREPE_PP_CHANCE, settings)
 
 
+def image_selection_metric_table(predictions: pl.DataFrame, settings: EvalSettings) -> pl.DataFrame:
+    """accuracy per negative type, micro and macro (``IMAGE_SELECTION_PREDICTIONS_SCHEMA``
+    in), chance 0.5."""
+    return score_metric_table(
+        predictions, IMAGE_SELECTION_METRICS, IMAGE_SELECTION_CHANCE, settings
+    )
+
+
 def log_score_summary(metrics: pl.DataFrame, names: Sequence[str], log: Log) -> None:
     """One line per model, benchmark, part, split and metric: the micro average."""
     wanted = [f"{name}_micro" for name in names]
@@ -471,3 +632,28 @@ def log_score_summary(metrics: pl.DataFrame, names: Sequence[str], log: Log) -> 
             f"{row['model']} {row['benchmark']}{part} {row['split']} {row['metric']}: "
             f"{row['value']:.3f}{ci} (n={row['n']})"
         )
+
+
+@dataclass(frozen=True)
+class PairShape:
+    """How one shape of image-pair item is scored and summarised
+    (``jobs.evaluate_two_image_job``)."""
+
+    schema: Mapping[str, pl.DataType]
+    score: Callable[..., tuple[np.ndarray, dict[str, str]]]
+    predictions: Callable[[str, pl.DataFrame, np.ndarray], pl.DataFrame]
+    metric_table: Callable[[pl.DataFrame, EvalSettings], pl.DataFrame]
+    metrics: Mapping[str, str]
+    chance: Mapping[str, float]
+
+
+PAIR_SHAPES: dict[str, PairShape] = {
+    "two_images": PairShape(
+        TWO_IMAGE_SCHEMA, score_two_image, two_image_predictions, two_image_metric_table,
+        TWO_IMAGE_METRICS, WINOGROUND_CHANCE,
+    ),
+    "image_selection": PairShape(
+        IMAGE_SELECTION_SCHEMA, score_image_selection, image_selection_predictions,
+        image_selection_metric_table, IMAGE_SELECTION_METRICS, IMAGE_SELECTION_CHANCE,
+    ),
+}  # fmt: skip

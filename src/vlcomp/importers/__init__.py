@@ -1,6 +1,7 @@
 """Importers of published benchmarks into the candidates contract (``CANDIDATES_SCHEMA``) and,
 for two-image benchmarks (Winoground, BiVLC, VisMin, COLA, ColorSwap, MMVP-VLM, EqBen), the
-two-image contract (``TWO_IMAGE_SCHEMA``). ``registry.FORMATS`` lists every format with its
+two-image contract (``TWO_IMAGE_SCHEMA``), and for image selection (SVO-Probes) the
+``IMAGE_SELECTION_SCHEMA``. ``registry.FORMATS`` lists every format with its
 reader, options, shape, the authors' metrics and chance levels."""
 
 from vlcomp.importers.aro import (
@@ -40,6 +41,7 @@ from vlcomp.importers.sugarcrepe_pp import (
     read_sugarcrepe_pp_file,
     sugarcrepe_pp_file_type,
 )
+from vlcomp.importers.svo_probes import read_svo_probes_file
 from vlcomp.importers.valse import read_valse_file
 from vlcomp.importers.vismin import read_vismin_file
 from vlcomp.importers.vl_checklist import read_vl_checklist_file, vl_checklist_type
@@ -73,6 +75,7 @@ __all__ = [
     "read_sugarcrepe_dir",
     "read_sugarcrepe_file",
     "read_sugarcrepe_pp_file",
+    "read_svo_probes_file",
     "read_valse_file",
     "read_vismin_file",
     "read_vl_checklist_file",

@@ -48,7 +48,12 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.contracts import CANDIDATES_SCHEMA, REJECTED_SCHEMA, TWO_IMAGE_SCHEMA
+from vlcomp.contracts import (
+    CANDIDATES_SCHEMA,
+    IMAGE_SELECTION_SCHEMA,
+    REJECTED_SCHEMA,
+    TWO_IMAGE_SCHEMA,
+)
 from vlcomp.importers.aro import (
     ARO_FILES,
     ORDER_GENERATION_NOTE,
@@ -71,6 +76,7 @@ from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
 from vlcomp.importers.mmvp import QUESTIONS_FILE
 from vlcomp.importers.registry import (
     CANDIDATES,
+    IMAGE_SELECTION,
     TWO_IMAGES,
     TWO_POSITIVES,
     formats_of,
@@ -94,6 +100,7 @@ from vlcomp.io import write_parquet
 Log = Callable[[str], None]
 FORMATS = formats_of(CANDIDATES, TWO_POSITIVES)
 TWO_IMAGE_FORMATS = formats_of(TWO_IMAGES)
+IMAGE_SELECTION_FORMATS = formats_of(IMAGE_SELECTION)  # imported by import_two_image_job
 # positives per item, by format (SugarCrepe++: caption and caption2)
 POSITIVES = {name: spec.positives for name, spec in REGISTRY.items() if spec.positives != 1}
 BOXES_SCHEMA: dict[str, pl.DataType] = {
@@ -161,7 +168,7 @@ def import_benchmark_job(
     if fmt not in FORMATS:
         two = (
             f" ({fmt} is a two-image set: import it with import_two_image_job)"
-            if fmt in TWO_IMAGE_FORMATS
+            if fmt in (*TWO_IMAGE_FORMATS, *IMAGE_SELECTION_FORMATS)
             else ""
         )
         raise ValueError(f"unknown benchmark format {fmt!r}; expected one of {list(FORMATS)}{two}")
@@ -355,6 +362,10 @@ def _expand(
             wanted = [p for p in found if vl_checklist_type(p)]
             others = [p for p in found if not vl_checklist_type(p)]
             expected = "VL-CheckList corpus YAMLs (corpus/<version>/...) or data/ JSON files"
+        elif fmt == "svo_probes":
+            wanted = sorted(entry.glob("*.csv"))
+            others = []
+            expected = "SVO-Probes svo_probes.csv"
         elif fmt == "eqben":
             wanted = sorted(entry.glob("*.json"))
             others = []
@@ -659,15 +670,19 @@ def import_two_image_job(
       ``mmvp_vlm/<id 1>-<id 2>`` (option ``text_prefix``).
     - ``eqben``: JSON annotation files in pairs or folders of them; item_id
       ``eqben/<file stem>/<key>``.
+    - ``svo_probes`` (image selection: ``IMAGE_SELECTION_SCHEMA`` items, one caption,
+      image_0 its image, image_1 the negative image): ``svo_probes.csv`` or the folder
+      holding it; item_id ``svo_probes/<index>`` (option ``image_name``).
 
     A malformed record, a repeated id, equal captions or equal images make a rejected row
     (with the record's key), never a stopped import; a file that cannot be read raises naming
     it. Returns a summary (items per type and file, images, rejected per reason, duplicate
     ids, key gaps, duplicate content), which is also logged.
     """
-    if fmt not in TWO_IMAGE_FORMATS:
+    accepted = (*TWO_IMAGE_FORMATS, *IMAGE_SELECTION_FORMATS)
+    if fmt not in accepted:
         raise ValueError(
-            f"unknown two-image benchmark format {fmt!r}; expected one of {list(TWO_IMAGE_FORMATS)}"
+            f"unknown two-image benchmark format {fmt!r}; expected one of {list(accepted)}"
         )
     _check_name(benchmark)
     entries = _entries(source)
@@ -699,7 +714,8 @@ def import_two_image_job(
     rejected = pl.concat([imported.rejected for _, imported in parts], how="vertical")
     summary = _two_image_summary(fmt, benchmark, [p for p, _ in parts], items, rejected, skipped)
     _check_not_empty(summary, log)
-    write_parquet(items.select(list(TWO_IMAGE_SCHEMA)), items_out)
+    schema = IMAGE_SELECTION_SCHEMA if fmt in IMAGE_SELECTION_FORMATS else TWO_IMAGE_SCHEMA
+    write_parquet(items.select(list(schema)), items_out)
     write_parquet(rejected, rejected_out)
     _log_two_image_summary(summary, log)
     return summary
@@ -725,7 +741,8 @@ def _two_image_summary(
         .to_series()
         .to_list()
     )
-    key = ["family", "target", "image_0", "image_1", "caption_0", "caption_1"]
+    texts = ("caption", "caption_0", "caption_1")
+    key = ["family", "target", "image_0", "image_1", *(c for c in texts if c in items.columns)]
     duplicate_content = (
         items.group_by(key, maintain_order=True)
         .agg(items=pl.col("item_id"))

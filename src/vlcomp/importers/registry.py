@@ -12,6 +12,9 @@ Shapes:
 - ``two_positives``: one image, two positives and a negative (SugarCrepe++; ITT and TOT).
 - ``two_images``: two images and two captions, caption i describing image i
   (``TWO_IMAGE_SCHEMA``; Winoground's text, image and group scores).
+- ``image_selection``: one caption, the image it describes and a negative image
+  (``IMAGE_SELECTION_SCHEMA``; SVO-Probes): the caption must score its own image strictly
+  higher (image-selection accuracy).
 
 A format's authors' metric is named as vlcomp's metric tables name it. Every evaluation here
 counts a tie as wrong, whatever the authors' code did with one. Chance levels are the
@@ -23,9 +26,9 @@ here; a test checks the chance levels against the evaluation's own constants. Th
 ``reader(path, benchmark=..., on_error="reject", **options)``, except for aro and crepe_csv,
 whose readers take what the job works out per file (the ARO task, the CREPE columns).
 
-Not imported: SVO-Probes (deepmind/svo_probes: one sentence, a positive and a negative
-image). Choosing between two images for one caption is neither a candidate set (one image)
-nor a two-image item (two captions), and vlcomp has no evaluation for it.
+Image-selection items share the two-image path: the same import job and image index
+(``image_0`` / ``image_1``), the same image embedding (``evaluate.two_image``), their own
+comparison and metric.
 """
 
 from __future__ import annotations
@@ -43,15 +46,17 @@ from vlcomp.importers.eqben import read_eqben_file
 from vlcomp.importers.mmvp import TEXT_PREFIX, read_mmvp_file
 from vlcomp.importers.sugarcrepe import read_sugarcrepe_file
 from vlcomp.importers.sugarcrepe_pp import read_sugarcrepe_pp_file
+from vlcomp.importers.svo_probes import IMAGE_NAME, read_svo_probes_file
 from vlcomp.importers.valse import read_valse_file
 from vlcomp.importers.vismin import read_vismin_file
 from vlcomp.importers.vl_checklist import read_vl_checklist_file
 from vlcomp.importers.winoground import read_winoground_file
 
-Shape = Literal["candidates", "two_positives", "two_images"]
+Shape = Literal["candidates", "two_positives", "two_images", "image_selection"]
 CANDIDATES: Shape = "candidates"
 TWO_POSITIVES: Shape = "two_positives"
 TWO_IMAGES: Shape = "two_images"
+IMAGE_SELECTION: Shape = "image_selection"
 
 
 @dataclass(frozen=True)
@@ -264,6 +269,30 @@ FORMATS: dict[str, BenchmarkFormat] = {
         "`{video: {subject: [pairs]}}` files, or a folder of them.",
         source="Wangt-CN/EqBen@ab6c79a (src/eqben/eqben_utils.py, eqben_acc.py)",
         metrics=_winoground(_TEXT, _IMAGE, _GROUP, note=" (per subset)"),
+    ),
+    "svo_probes": BenchmarkFormat(
+        IMAGE_SELECTION,
+        read_svo_probes_file,
+        doc="SVO-Probes `svo_probes.csv` (`sentence, pos_triplet, neg_triplet, subj_neg, "
+        "verb_neg, obj_neg, pos_image_id, neg_image_id, pos_url, neg_url`): one sentence, its "
+        "image and a negative image differing in the subject, verb or object.",
+        source="deepmind/svo_probes@206219e (README, probing_image_text_models.ipynb)",
+        metrics=(
+            Metric(
+                "accuracy",
+                "image selection: the sentence scores its own image strictly above the "
+                "negative image, per negative type (subject, verb, object; the Colab's rows "
+                "with exactly one flag) and over all. The Colab averages a match "
+                "classifier's accuracy on the positive and on the negative pairs; a "
+                "similarity without a threshold is compared pairwise instead",
+                0.5,
+            ),
+        ),
+        options={"image_name": IMAGE_NAME},
+        option_docs={
+            "image_name": "File name of an image under the images folder: `{image_id}` "
+            "(the pos/neg_image_id) and `{url_name}` (the file name of its URL) are filled in."
+        },
     ),
 }
 

@@ -8,6 +8,8 @@ that image), each edit changes one thing:
   that nothing in the image has (synonyms included: no "big" where the image has "large");
   a value of no known kind is never replaced;
 - replace/obj: one object noun -> an object type absent from the image (plural kept);
+  only object types of the set's ``Vocabulary`` are replaced or put in (no colour the
+  parser made a noun, no depiction noun: ``lexicon.substitute_objects``);
 - swap/att: the same-kind attributes of two objects exchanged (rejected if the result is
   true of the image: both swapped bindings are stated for it);
 - replace/rel: one spatial relation phrase -> the converse phrase ("to the left of" ->
@@ -44,6 +46,7 @@ UNKNOWN_KIND = "replace att: attribute of unknown kind"
 ATTRIBUTE_NOT_ONCE = "replace att: attribute not once in the text"
 NO_ATTRIBUTE_FOIL = "replace att: no absent same-kind foil"
 NO_OBJECT = "replace obj: no object"
+NO_OBJECT_TYPE = "replace obj: no object of a substitutable type"
 OBJECT_NOT_ONCE = "replace obj: no object once in the text"
 NO_OBJECT_FOIL = "replace obj: no absent object type"
 NO_PAIR = "swap att: no two objects with same-kind attributes"
@@ -59,6 +62,7 @@ REASONS: tuple[str, ...] = (
     ATTRIBUTE_NOT_ONCE,
     NO_ATTRIBUTE_FOIL,
     NO_OBJECT,
+    NO_OBJECT_TYPE,
     OBJECT_NOT_ONCE,
     NO_OBJECT_FOIL,
     NO_PAIR,
@@ -92,18 +96,25 @@ class Vocabulary:
     attributes: Mapping[str, Sequence[str]]  # kind -> values, e.g. {"colour": [...], ...}
     objects: Sequence[str]
     predicates: frozenset[str] = frozenset()
+    _object_set: frozenset[str] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_object_set", frozenset(self.objects))
 
     @classmethod
     def from_graphs(cls, graphs: Iterable[Graph]) -> Vocabulary:
-        """Everything the graphs state: object lemmas, attribute values of a known kind
-        grouped by kind, spatial predicates (all sorted, so the order is fixed)."""
-        objects: set[str] = set()
+        """Everything the graphs state: object lemmas (``lexicon.substitute_objects`` of
+        the graphs' object and attribute counts), attribute values of a known kind grouped
+        by kind, spatial predicates (all sorted, so the order is fixed)."""
+        object_counts: Counter[str] = Counter()
+        attribute_counts: Counter[str] = Counter()
         attributes: dict[str, set[str]] = {}
         predicates: set[str] = set()
         for graph in graphs:
-            objects.update(v for v in _lemmas(graph).values() if v)
+            object_counts.update(v for v in _lemmas(graph).values() if v)
             for attribute in _rows(graph, "attributes"):
                 value = normalise(attribute["value"])
+                attribute_counts[value] += 1
                 kind = lexicon.attribute_kind(value)
                 if kind is not None:
                     attributes.setdefault(kind, set()).add(value)
@@ -113,9 +124,13 @@ class Vocabulary:
                     predicates.add(canonical)
         return cls(
             attributes={k: sorted(v) for k, v in sorted(attributes.items())},
-            objects=sorted(objects),
+            objects=sorted(lexicon.substitute_objects(object_counts, attribute_counts)),
             predicates=frozenset(predicates),
         )
+
+    def is_object(self, lemma: str) -> bool:
+        """Whether an edit may replace an object of this lemma."""
+        return normalise(lemma) in self._object_set
 
     def attribute_kind(self, value: str) -> str | None:
         return lexicon.attribute_kind(value)
@@ -304,6 +319,9 @@ def replace_object(
     objects = _rows(graph, "objects")
     if not objects:
         return NO_OBJECT
+    objects = [o for o in objects if vocab.is_object(o["lemma"] or o["name"] or "")]
+    if not objects:
+        return NO_OBJECT_TYPE
     candidates = [o for o in objects if o["name"] and _occurrences(text, o["name"]) == 1]
     if not candidates:
         return OBJECT_NOT_ONCE

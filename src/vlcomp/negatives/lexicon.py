@@ -11,6 +11,8 @@ spatial relations with their converses. Nothing here is tuned to one data set.
   = "B right of A"), so replacing a true relation phrase by a converse phrase makes the
   caption false; ``CONVERSE_SURFACE``: the converse phrase written in the same way
   ("to the left of" -> "to the right of", "over" -> "under").
+- ``META_NOUNS``, ``substitute_objects``: which object lemmas of a corpus a template
+  generator may put in for an object, or replace.
 
 Plain "on", "in", "near", "next to" are left out on purpose: "on" and "in" mean support,
 containment or nothing spatial at all ("on the phone"), and "near" holds both ways, so
@@ -19,7 +21,14 @@ none has a converse that makes a caption reliably false.
 
 from __future__ import annotations
 
-from vlcomp.parse.lexicon import COLOURS, MATERIALS
+from collections.abc import Mapping
+
+from vlcomp.parse.lexicon import (
+    COLOURS,
+    DEFAULT_FRAME_OBJECTS,
+    DEFAULT_STOP_OBJECTS,
+    MATERIALS,
+)
 from vlcomp.text import normalise
 
 ATTRIBUTE_KINDS: dict[str, frozenset[str]] = {
@@ -186,3 +195,37 @@ _LONGEST_FIRST: dict[str, tuple[str, ...]] = {
     p: tuple(sorted(surfaces, key=lambda s: (-len(s.split()), -len(s), s)))
     for p, surfaces in RELATIONS.items()
 }
+
+
+# Nouns that name the depiction or the caption's frame, not a thing in the scene ("an
+# image of ...", "stock photo", "on a grey background", "a view of ..."): the parser's
+# stop and frame nouns and a few more. The parser keeps a frame noun outside framing
+# positions ("a pink image", "framed pictures on the wall"), so graphs still hold some; a
+# template generator never puts one in for an object nor replaces one, since a model may
+# reject "a red image" for the wrong reason.
+META_NOUNS: frozenset[str] = (
+    DEFAULT_STOP_OBJECTS
+    | DEFAULT_FRAME_OBJECTS
+    | frozenset("view scene closeup photography".split())
+)
+
+
+def is_meta_noun(lemma: str) -> bool:
+    """Whether an object lemma, or its last word ("stock photo", "city view"), is one of
+    ``META_NOUNS``."""
+    key = normalise(lemma)
+    return key in META_NOUNS or head_word(key) in META_NOUNS
+
+
+def substitute_objects(
+    object_counts: Mapping[str, int], attribute_counts: Mapping[str, int]
+) -> set[str]:
+    """The object lemmas fit to substitute for an object (or to be replaced): those a
+    corpus uses as an object more often than as an attribute (a part-of-speech vote:
+    parsers sometimes make a colour the noun, "a small purple" for "a small purple
+    cross"), and no ``META_NOUNS``. Counts are by normalised value."""
+    return {
+        word
+        for word, n in object_counts.items()
+        if word and n > attribute_counts.get(word, 0) and not is_meta_noun(word)
+    }

@@ -29,7 +29,9 @@ number of distinct compounds fail as ``not_one_compound``). The default ``target
 every item with a compound: the target is a compound the caption states unambiguously,
 unseen compounds first when the split assignments are given (so a UC item's negatives
 test its novel compound), then in a seeded order; the first target with enough foils is
-used. The rest of the caption is left as it is.
+used. The rest of the caption is left as it is. A compound with a depiction noun
+(``lexicon.META_NOUNS``: "image", "photo", "background", ...) is never a target, and no
+such noun is an object foil (``wordnet_foils.vocabulary_from``).
 
 Text edits act on the caption's words: an atom is replaced where the compound is stated
 as a phrase (attributes directly before their noun, possibly with other attributes of the
@@ -74,6 +76,7 @@ import polars as pl
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, GRAPH_SCHEMA, conform
 from vlcomp.io import write_parquet
+from vlcomp.negatives import lexicon
 from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.wordnet_foils import (
     DEFAULT_RELATIONS,
@@ -91,6 +94,9 @@ log = logging.getLogger(__name__)
 BENCHMARK = "crepe_systematicity"
 GENERATOR = "template:wordnet"
 ATOM, COMP = "atom", "comp"
+# Failure of an item whose every compound has a depiction noun ("a blue image"): never a
+# target (``lexicon.META_NOUNS``).
+META_COMPOUND = "compound_of_meta_noun"
 FAMILIES: tuple[str, ...] = (ATOM, COMP)
 
 REGIONS_SCHEMA: dict[str, pl.DataType] = {
@@ -655,13 +661,21 @@ def plan_item(
         return plan
     mentions, why = [], Counter()
     for compound in graph.compounds:
+        if any(lexicon.is_meta_noun(graph.objects[i].atom) for i in compound.nodes):
+            why[META_COMPOUND] += 1
+            continue
         found = locate(text, tokens, graph, compound)
         if isinstance(found, str):
             why[found] += 1
         else:
             mentions.append(found)
     if not mentions:
-        reason = "compound_ambiguous" if why["compound_ambiguous"] else "compound_not_in_text"
+        if why[META_COMPOUND] == len(graph.compounds):
+            reason = META_COMPOUND
+        elif why["compound_ambiguous"]:
+            reason = "compound_ambiguous"
+        else:
+            reason = "compound_not_in_text"
         plan.failure = dict.fromkeys(FAMILIES, reason)
         return plan
     rng = _item_rng(seed, str(row["item_id"]))

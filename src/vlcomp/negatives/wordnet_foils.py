@@ -17,7 +17,9 @@ alphabetically; rank the captions they make with ``rank`` (or a scorer) afterwar
 A **foil** for an atom ``o`` of kind ``object`` (noun), ``attribute`` (adjective, or noun:
 colours are nouns in WordNet) or ``relation`` (spatial preposition or verb) is a word ``f``
 of the vocabulary of that kind (the training corpus's atoms seen at least ``min_count``
-times) such that:
+times; objects only where ``lexicon.substitute_objects`` keeps them: used as an object
+more often than as an attribute when counts are given, and no depiction noun such as
+"image") such that:
 
 1. ``f`` is *related* to ``o`` by one of, in order of preference (``Foil.tier``):
 
@@ -83,6 +85,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import polars as pl
 
+from vlcomp.negatives import lexicon
 from vlcomp.scorers.base import TextScorer
 from vlcomp.text import normalise_or_none
 
@@ -298,23 +301,33 @@ VocabularyInput = pl.DataFrame | Mapping[str, Iterable[str]] | Mapping[str, Mapp
 
 def vocabulary_from(vocabulary: VocabularyInput, min_count: int = 1) -> dict[str, tuple[str, ...]]:
     """kind -> sorted normalized values, from an atoms table (kind, value, count), a mapping
-    kind -> {value: count} (both filtered by ``min_count``) or kind -> values (unfiltered)."""
-    out: dict[str, set[str]] = {kind: set() for kind in KINDS}
+    kind -> {value: count} (both filtered by ``min_count``) or kind -> values (unfiltered).
+    Objects are only those ``lexicon.substitute_objects`` keeps; the part-of-speech vote
+    needs counts (all of them, before ``min_count``), so plain value lists get only the
+    depiction-noun filter."""
+    counts: dict[str, Counter[str]] = {kind: Counter() for kind in KINDS}
+    counted = True
     if isinstance(vocabulary, pl.DataFrame):
         missing = {"kind", "value", "count"} - set(vocabulary.columns)
         if missing:
             raise ValueError(f"atoms table: missing column(s) {sorted(missing)}")
-        kept = vocabulary.filter(pl.col("count") >= min_count)
-        for kind, value in kept.select("kind", "value").iter_rows():
-            if kind in out and (v := normalise_or_none(value)):
-                out[kind].add(v)
+        for kind, value, count in vocabulary.select("kind", "value", "count").iter_rows():
+            if kind in counts and (v := normalise_or_none(value)):
+                counts[kind][v] += count
     else:
         for kind, values in vocabulary.items():
-            if kind not in out:
+            if kind not in counts:
                 raise ValueError(f"vocabulary kind {kind!r}; expected one of {KINDS}")
             if isinstance(values, Mapping):
-                values = [v for v, c in values.items() if c >= min_count]
-            out[kind].update(v for value in values if (v := normalise_or_none(value)))
+                pairs = list(values.items())
+            else:
+                counted, pairs = False, [(value, min_count) for value in values]
+            for value, count in pairs:
+                if v := normalise_or_none(value):
+                    counts[kind][v] += count
+    out = {kind: {v for v, c in counts[kind].items() if c >= min_count} for kind in KINDS}
+    attribute_counts = counts["attribute"] if counted else Counter()
+    out["object"] &= lexicon.substitute_objects(counts["object"], attribute_counts)
     return {kind: tuple(sorted(values)) for kind, values in out.items()}
 
 

@@ -190,6 +190,31 @@ def evaluation_section(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def model_families_section(result: Mapping[str, Any]) -> list[str]:
+    rows = []
+    for family, numbers in result["families"].items():
+        passes = ", ".join(
+            f"{value:g} {kind}" for kind, value in numbers["forward_passes_per_item"].items()
+        )
+        rows.append([family, f"{numbers['items_per_s']:,.1f}", f"{numbers['pairs_per_s']:,.1f}",
+                     passes or "-", numbers["cost_model"]])  # fmt: skip
+    return [
+        "## Model families",
+        "",
+        f"A tiny random model of each family on {result['device']}, {result['items']} items "
+        f"(crops of {result['image_size']} images) of {result['candidates_per_item']} "
+        f"candidates, batch size {result['batch_size']}, {result['threads']} torch thread(s), "
+        f"no cache, images decoded in the job's process; median of {result['repeats']}. The "
+        "models differ in size (the open_clip one is a 64 px ViT, the transformers ones are "
+        "width 32, 2 layers): the cost model, not the rate, is what carries to real models.",
+        "",
+        *_table(
+            ["family", "items/s", "pairs/s", "forward passes per item (measured)", "cost model"],
+            rows,
+        ),  # fmt: skip
+    ]
+
+
 def image_index_section(result: Mapping[str, Any]) -> list[str]:
     ms = result["ms_per_image"]
     threads = result["threads"]
@@ -274,6 +299,7 @@ SECTIONS = {
     "counting": counting_section,
     "scorers": scorers_section,
     "evaluation": evaluation_section,
+    "model_families": model_families_section,
     "image_index": image_index_section,
     "scale": scale_section,
 }

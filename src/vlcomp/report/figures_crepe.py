@@ -36,6 +36,7 @@ from vlcomp.report.accounting import (  # noqa: E402
     legend_markdown,
     provenance_line,
 )
+from vlcomp.report.all_benchmarks import overview_markdown, overview_table  # noqa: E402
 from vlcomp.report.figures import save_figure  # noqa: E402
 from vlcomp.report.plots import (  # noqa: E402
     NO_ITEMS,
@@ -368,28 +369,40 @@ def metrics_markdown(
     metric: str = "R@1",
     crossover: str | Path | None = None,
     benchmarks: Mapping[str, Mapping[str, Any]] | None = None,
+    oracles: Mapping[str, Mapping[str, str | Path]] | None = None,
 ) -> None:
     """A Markdown summary, one section per metric table (named after its file, i.e. the
     benchmark's name; its kind below it when the table has a ``kind`` column): ``metric``
     or accuracy (retrieval: i2t/t2i ``metric``) with its 95% CI per model, part, split and
     negative type, complexities pooled, each (split, type) once; micro averages as type
-    "all"; chance in its own column. With ``benchmarks`` (see
+    "all"; chance in its own column. With two benchmarks or more, a first section puts every
+    benchmark's headline metric side by side, one row per model
+    (``all_benchmarks.overview_markdown``). With ``benchmarks`` (see
     ``accounting.benchmark_items``), a first section counts each benchmark's items, those
     excluded for an unusable image and the rejected source records, then what each eval
     set's items hold (``accounting.eval_set_markdown``). With ``crossover``
     (``vlcomp.evaluate.crossover``), a last section compares each corpus's own model with
-    the others on its splits."""
+    the others on its splits. With ``oracles`` (benchmark -> {"metrics", "false_negatives"}
+    paths: ground-truth scorers that a data preset knowing its scenes provides), a
+    benchmark's section lists the oracles' rows among the models' and its false-negative
+    rates per generator and negative type below them."""
     wanted = {
         metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
     }  # fmt: skip
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
     lines += legend_markdown()
+    model_corpus = next((b.get("models") for b in (benchmarks or {}).values()), None)
+    lines += overview_markdown(overview_table(tables, model_corpus))
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
         lines += eval_set_markdown(benchmarks)
     for table in tables:
         frame = pl.read_parquet(table)
+        oracle = (oracles or {}).get(Path(table).stem)
+        if oracle:
+            scorers = pl.read_parquet(oracle["metrics"]).filter(pl.col("model") != CHANCE)
+            frame = pl.concat([frame, scorers], how="diagonal_relaxed")
         kinds = sorted(set(frame["kind"].drop_nulls().to_list())) if "kind" in frame.columns else []
         if "complexity" in frame.columns:
             frame = frame.filter(pl.col("complexity").is_null())
@@ -432,9 +445,38 @@ def metrics_markdown(
                 f"| {r['n']} | {base_text} |"
             )
         lines.append("")
+        if oracle:
+            lines += false_negative_markdown(pl.read_parquet(oracle["false_negatives"]))
     if crossover is not None:
         lines += _crossover_lines(pl.read_parquet(crossover))
     write_with(out, lambda tmp: tmp.write_text("\n".join(lines)))
+
+
+def false_negative_markdown(table: pl.DataFrame) -> list[str]:
+    """Negatives true of their image (which a perfect binder cannot reject) per generator and
+    negative type, and the binding-free solvable shares (bag-of-words and objects-only
+    oracle accuracy), from an oracle false-negative table."""
+    lines = [
+        "False negatives (negatives true of the image, Wilson 95% CI) and binding-free "
+        "solvable shares (accuracy of oracles that ignore binding; ties count as wrong):",
+        "",
+        "| part | generator | type | false negatives | rate | 95% CI | unreadable "
+        "| bag-of-words acc. | objects-only acc. | sets |",
+        "|---|---|---|---:|---:|---|---:|---:|---:|---:|",
+    ]
+
+    def share(value: float | None) -> str:
+        return "" if value is None else f"{value:.3f}"
+
+    for r in table.iter_rows(named=True):
+        ci = "" if r["ci_low"] is None else f"[{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+        lines.append(
+            f"| {r['part'] or ''} | {r['generator']} | {r['family']} "
+            f"| {r['n_true']}/{r['n_negatives']} | {share(r['false_negative_rate'])} | {ci} "
+            f"| {r['n_unreadable']} | {share(r['bag_of_words_accuracy'])} "
+            f"| {share(r['objects_only_accuracy'])} | {r['n_sets']} |"
+        )
+    return [*lines, ""]
 
 
 def _benchmark_entry(
