@@ -233,13 +233,16 @@ def _design(features: np.ndarray | None, queries: np.ndarray) -> np.ndarray:
 class _Reducer:
     """Standardise, then project on the top principal components of the training features."""
 
-    def __init__(self, train: np.ndarray, dims: int) -> None:
+    def __init__(self, train: np.ndarray, dims: int, seed: int = 0) -> None:
+        from sklearn.utils.extmath import randomized_svd
+
         self.mean = train.mean(axis=0)
         self.scale = train.std(axis=0) + 1e-8
         z = (train - self.mean) / self.scale
         dims = min(dims, z.shape[0], z.shape[1])
-        _, _, vt = np.linalg.svd(z, full_matrices=False)
-        self.basis = vt[:dims].T
+        # randomized: a full SVD of a ViT's 8,320-wide token map takes minutes, this seconds
+        _, _, vt = randomized_svd(z, dims, random_state=seed)
+        self.basis = vt.T
         # unit variance per component, so that one C suits every feature source
         self.norm = (z @ self.basis).std(axis=0) + 1e-8
 
@@ -276,7 +279,7 @@ def fit_probe(
         train_y = train_y[rng.permutation(len(train_y))]
     if train_x is not None:
         assert test_x is not None
-        reduce = _Reducer(train_x, settings.pca_dims)
+        reduce = _Reducer(train_x, settings.pca_dims, settings.seed)
         train_x, test_x = reduce(train_x), reduce(test_x)
     model = LogisticRegression(C=settings.c, max_iter=2000)
     model.fit(_design(train_x, train_q), train_y)
