@@ -91,9 +91,10 @@ def make_placeholders(config: dict[str, Any], root: Path, workdir: Path) -> dict
         path for entry in (config.get("corpora") or {}).values() for path in entry.get("inputs", [])
     }
 
-    def relocate(value: Any) -> Any:
+    def relocate(value: Any, folder: bool = False) -> Any:
         if isinstance(value, dict):
-            return {key: relocate(item) for key, item in value.items()}
+            # a transformers model's id is a folder, whatever dots its name holds
+            return {key: relocate(item, key == "id") for key, item in value.items()}
         if isinstance(value, list):
             return [relocate(item) for item in value]
         if not is_path(value):  # names and produced paths (results/...) stay
@@ -103,7 +104,7 @@ def make_placeholders(config: dict[str, Any], root: Path, workdir: Path) -> dict
         if value in folder_inputs:
             target.mkdir(parents=True, exist_ok=True)
             (target / folder_inputs[value]).touch()
-        elif Path(value).suffix or value in corpus_inputs:
+        elif not folder and (Path(value).suffix or value in corpus_inputs):
             target.parent.mkdir(parents=True, exist_ok=True)
             target.touch()
         else:

@@ -406,7 +406,7 @@ def test_clip_benchmark_eval_registers_our_architectures(eval_set, tmp_path, cap
     from vlcomp.evaluate.jobs import evaluate_benchmark_job
     from vlcomp.export.clip_benchmark import amp_warning, main, register_architectures, tie_table
 
-    assert register_architectures() == ["vlcomp-world-rn", "vlcomp-world-vit"]
+    assert register_architectures() == ["vlcomp-world-rn", "vlcomp-world-vit", "vlcomp-world-vit8"]
     assert amp_warning(["--no_amp"]) is None and "bf16" in amp_warning([])
     torch.manual_seed(0)
     checkpoint = tmp_path / "rn.pt"
