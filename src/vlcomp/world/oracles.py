@@ -549,7 +549,7 @@ def score_part(
     with an unreadable negative is marked incomplete (``complete``): its readable negatives
     are checked for false negatives, but it forms no set. Every unreadable text is listed
     with its reason."""
-    for column in (
+    columns = (
         "benchmark",
         "item_id",
         "image",
@@ -558,7 +558,8 @@ def score_part(
         "family",
         "target",
         "generator",
-    ):
+    )
+    for column in columns:
         if column not in candidates.columns:
             raise ValueError(f"candidates: missing column {column!r}")
     box_of = item_boxes(boxes)
@@ -573,16 +574,6 @@ def score_part(
     bad_items: set[str] = set()  # an unreadable positive: the item is left out
     partial_items: set[str] = set()  # an unreadable negative: no set, negatives still checked
     scene_cache: dict[tuple[str, Any], OracleScene] = {}
-    columns = (
-        "benchmark",
-        "item_id",
-        "image",
-        "text",
-        "is_positive",
-        "family",
-        "target",
-        "generator",
-    )
     for bench, item, image, text, positive, family, target, generator in candidates.select(
         columns
     ).iter_rows():
