@@ -406,7 +406,12 @@ def test_clip_benchmark_eval_registers_our_architectures(eval_set, tmp_path, cap
     from vlcomp.evaluate.jobs import evaluate_benchmark_job
     from vlcomp.export.clip_benchmark import amp_warning, main, register_architectures, tie_table
 
-    assert register_architectures() == ["vlcomp-world-rn", "vlcomp-world-vit", "vlcomp-world-vit8"]
+    assert register_architectures() == [
+        "vlcomp-world-rn",
+        "vlcomp-world-rn-grid",
+        "vlcomp-world-vit",
+        "vlcomp-world-vit8",
+    ]
     assert amp_warning(["--no_amp"]) is None and "bf16" in amp_warning([])
     torch.manual_seed(0)
     checkpoint = tmp_path / "rn.pt"
@@ -429,6 +434,8 @@ def test_clip_benchmark_eval_registers_our_architectures(eval_set, tmp_path, cap
         str(checkpoint), "--no_amp", "--num_workers", "0", "--quiet",
         "--output", str(tmp_path / "{dataset}.json"),
     ])  # fmt: skip
+    with pytest.raises(SystemExit, match="vlcomp-world-rn-grid: its image pool is vlcomp's"):
+        main(["eval", "--model", "vlcomp-world-rn-grid", "--pretrained", str(checkpoint)])
     assert table["ties"].sum() == 0
     for row in table.iter_rows(named=True):
         result = json.loads((tmp_path / f"sugar_crepe_{row['type']}.json").read_text())

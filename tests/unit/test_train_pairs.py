@@ -349,3 +349,24 @@ def test_all_negatives_per_pair_train_differently_and_reproducibly(tmp_path):
         outputs[len(outputs)] = Path(paths["checkpoint"]).read_bytes()
     assert outputs[1] == outputs[2]
     assert outputs[0] != outputs[1]
+
+
+def test_grid_pool_architecture_trains_reproducibly_and_loads(tmp_path):
+    """vlcomp-world-rn-grid (a GridPool in place of the attention pool) trains through the
+    same job, byte-identically twice, and its checkpoint loads through the common loader."""
+    from vlcomp.evaluate.models import GridPool, ModelSpec, load_model
+
+    shards, root = corpus_with_problems(tmp_path)
+    entry = {**MODEL_ENTRY, "open_clip": "vlcomp-world-rn-grid"}
+    checkpoints = []
+    for run in ("a", "b"):
+        out = tmp_path / run
+        paths = {n: str(out / f) for n, f in [("checkpoint", "c.pt"), ("history", "h.parquet"),
+                 ("info", "i.json"), ("rejected_out", "r.parquet")]}  # fmt: skip
+        train_model_job("grid", entry, shards, str(root), **paths, log=lambda message: None)
+        checkpoints.append(Path(paths["checkpoint"]))
+    assert checkpoints[0].read_bytes() == checkpoints[1].read_bytes()
+    loaded = load_model(
+        ModelSpec("grid", "vlcomp-world-rn-grid", checkpoint=str(checkpoints[0])), device="cpu"
+    )
+    assert isinstance(loaded.model.visual.attnpool, GridPool)

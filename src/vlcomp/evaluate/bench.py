@@ -53,7 +53,13 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.evaluate.embed import Box, EmbeddingCache, ImageRef, crop, decode_batches
-from vlcomp.evaluate.models import LoadedModel, ModelSpec, library_versions, load_model
+from vlcomp.evaluate.models import (
+    LoadedModel,
+    ModelSpec,
+    create_open_clip,
+    library_versions,
+    load_model,
+)
 from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets, score_candidates
 from vlcomp.io import write_json
 from vlcomp.machine import cpu_name
@@ -239,12 +245,10 @@ def bench_model(
     """``model`` (an open_clip architecture) with random weights, saved once under ``root``
     (or ``checkpoint``, e.g. real weights), loaded on ``device`` in ``precision``."""
     if checkpoint is None:
-        import open_clip
-
         path = root / f"{model}-seed{seed}.pt"
         if not path.exists():
             torch.manual_seed(seed)
-            torch.save(open_clip.create_model(model).state_dict(), path)
+            torch.save(create_open_clip(model)[0].state_dict(), path)
         checkpoint = str(path)
     return load_model(ModelSpec("bench", model, checkpoint=checkpoint), device, precision)
 

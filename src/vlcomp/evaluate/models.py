@@ -156,6 +156,52 @@ def check_architecture(arch: str) -> None:
         raise ModelUnavailableError(f"open_clip has no architecture named '{arch}'.{hint}")
 
 
+class GridPool(torch.nn.Module):
+    """An image pool that keeps the layout: each cell of the last feature map is normalised,
+    then the flattened C x H x W map goes through one linear map, so every (cell, channel)
+    has its own weights. CLIP's attention pool averages the cells into one vector, which
+    keeps what is in the image but not where (``vlcomp.world.probes``); through this pool a
+    relation ("A left of B") is a linear function of the map, which a dot product with a
+    text embedding can score."""
+
+    def __init__(self, channels: int, cells: int, output_dim: int) -> None:
+        super().__init__()
+        self.norm = torch.nn.LayerNorm(channels)
+        self.proj = torch.nn.Linear(channels * cells, output_dim)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (N, C, H, W) -> (N, output_dim)
+        cells = self.norm(x.flatten(2).transpose(1, 2))
+        return self.proj(cells.flatten(1))
+
+
+# Architectures in model_configs/ whose ModifiedResNet attention pool is a GridPool (an
+# open_clip config has no key for the pool; the rest of the tower is the config's).
+GRID_POOL_ARCHITECTURES = frozenset({"vlcomp-world-rn-grid"})
+
+
+def create_open_clip(
+    arch: str, weights: str | None = None, device: torch.device | str = "cpu"
+) -> tuple[Any, Callable[[Image.Image], torch.Tensor]]:
+    """``arch`` with ``weights`` (a local file; None: random) and its evaluation transform,
+    through ``open_clip.create_model_and_transforms``, with a GridPool where
+    ``GRID_POOL_ARCHITECTURES`` says so."""
+    if arch not in GRID_POOL_ARCHITECTURES:
+        model, _, preprocess = open_clip.create_model_and_transforms(
+            arch, pretrained=weights, device=device
+        )
+        return model, preprocess
+    model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    attention_pool = model.visual.attnpool
+    model.visual.attnpool = GridPool(
+        channels=attention_pool.k_proj.in_features,
+        cells=attention_pool.positional_embedding.shape[0] - 1,
+        output_dim=model.visual.output_dim,
+    )
+    if weights is not None:
+        open_clip.load_checkpoint(model, weights)
+    return model.to(device), preprocess
+
+
 def resolve_pretrained(arch: str, tag: str, cache_dir: str | None = None) -> str:
     """Return the local path of the weights for ``arch``/``tag`` without downloading.
 
@@ -454,9 +500,7 @@ def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -
         else resolve_pretrained(spec.arch, spec.pretrained or "", spec.cache_dir)
     )
     try:
-        model, _, preprocess = open_clip.create_model_and_transforms(
-            spec.arch, pretrained=weights, device=torch_device
-        )
+        model, preprocess = create_open_clip(spec.arch, weights, torch_device)
     except Exception as error:  # open_clip raises many types; name the spec in every case
         raise ModelUnavailableError(
             f"models.{spec.key}: could not load {spec.arch} from {weights}: {error}"

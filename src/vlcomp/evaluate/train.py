@@ -23,7 +23,7 @@ import polars as pl
 import torch
 from PIL import Image
 
-from vlcomp.evaluate import models as _models  # registers the world model configs with open_clip
+from vlcomp.evaluate import models as _models
 from vlcomp.io import atomic_path, write_json, write_parquet
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
@@ -306,7 +306,7 @@ def train_clip(
     torch.manual_seed(settings.seed)
     torch.set_num_threads(settings.threads)
     torch.use_deterministic_algorithms(True)
-    model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    model, preprocess = _models.create_open_clip(arch)
     if start_from is not None:
         try:
             model.load_state_dict(torch.load(start_from, map_location="cpu", weights_only=True))

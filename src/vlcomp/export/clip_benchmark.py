@@ -94,7 +94,15 @@ def run_eval(args: Sequence[str]) -> None:
         ) from error
     import torch
 
+    from vlcomp.evaluate.models import GRID_POOL_ARCHITECTURES
+
     register_architectures()
+    grid = sorted(GRID_POOL_ARCHITECTURES.intersection(args))
+    if grid:
+        raise SystemExit(
+            f"{', '.join(grid)}: its image pool is vlcomp's GridPool, which CLIP_benchmark's "
+            "open_clip loader cannot build; evaluate it with vlcomp's own workflow instead."
+        )
     warning = amp_warning(args)
     if warning:
         print(warning, file=sys.stderr)

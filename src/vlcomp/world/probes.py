@@ -347,10 +347,10 @@ def _load(arch: str, checkpoint: str):
     import open_clip
     import torch
 
-    from vlcomp.evaluate import models as _models  # registers the world model configs
+    from vlcomp.evaluate import models as _models
 
     _models.check_architecture(arch)
-    model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
+    model, preprocess = _models.create_open_clip(arch)
     try:
         model.load_state_dict(torch.load(checkpoint, map_location="cpu", weights_only=True))
     except (RuntimeError, OSError, EOFError) as error:
