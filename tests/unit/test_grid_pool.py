@@ -1,17 +1,11 @@
-"""The layout-keeping image pool (``models.GridPool``) of ``vlcomp-world-rn-grid``."""
+"""The layout-keeping image pool (``towers.GridPool``) of ``vlcomp-world-rn-grid``."""
 
 import numpy as np
 import pytest
 import torch
 
-from vlcomp.evaluate.models import (
-    GRID_POOL_ARCHITECTURES,
-    GridPool,
-    ModelSpec,
-    ModelUnavailableError,
-    create_open_clip,
-    load_model,
-)
+from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, create_open_clip, load_model
+from vlcomp.evaluate.towers import GRID_POOL_ARCHITECTURES, GridPool
 
 ARCH = "vlcomp-world-rn-grid"
 

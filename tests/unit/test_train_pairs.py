@@ -354,7 +354,8 @@ def test_all_negatives_per_pair_train_differently_and_reproducibly(tmp_path):
 def test_grid_pool_architecture_trains_reproducibly_and_loads(tmp_path):
     """vlcomp-world-rn-grid (a GridPool in place of the attention pool) trains through the
     same job, byte-identically twice, and its checkpoint loads through the common loader."""
-    from vlcomp.evaluate.models import GridPool, ModelSpec, load_model
+    from vlcomp.evaluate.models import ModelSpec, load_model
+    from vlcomp.evaluate.towers import GridPool
 
     shards, root = corpus_with_problems(tmp_path)
     entry = {**MODEL_ENTRY, "open_clip": "vlcomp-world-rn-grid"}

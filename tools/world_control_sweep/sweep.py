@@ -5,6 +5,8 @@ epochs. An experiment tool (bf16 autocast, no determinism), not a workflow step;
 comes from pack.py. On a GPU machine (torch there; open_clip, ftfy and wcwidth as wheels):
 
     python tools/world_control_sweep/sweep.py EPOCHS [VARIANT,...]   # DATA=.gpu OUT=.gpu
+
+It runs on a CPU too (EVERY=5 evaluates every 5 epochs; OMP_NUM_THREADS=1 for one core).
 """
 
 import copy
@@ -19,6 +21,9 @@ import numpy as np
 import open_clip
 import torch
 import torch.nn.functional as F
+
+sys.path.insert(0, "src")
+from vlcomp.evaluate.towers import with_grid_pool  # noqa: E402 (torch only)
 
 DATA = os.environ.get("DATA", ".gpu")
 OUT = os.environ.get("OUT", DATA)
@@ -74,6 +79,14 @@ VARIANTS["rn128t"] = (
     128,
 )
 VARIANTS["rn64t"] = (variant("s-rn64t", text_cfg(cfg(BASE), width=128, heads=4, layers=4)), 64)
+# GridPool variants (towers.with_grid_pool): the attention pool replaced by a layout-keeping one.
+GRID = json.loads(Path("src/vlcomp/evaluate/model_configs/vlcomp-world-rn-grid.json").read_text())
+GRID_VARIANTS = {"grid", "grid128t"}
+VARIANTS["grid"] = (variant("s-grid", cfg(GRID)), 64)  # the world_science preset's control
+VARIANTS["grid128t"] = (
+    variant("s-grid128t", text_cfg(cfg(GRID, image_size=128), width=128, heads=4, layers=4)),
+    128,
+)
 if len(sys.argv) > 2:
     VARIANTS = {k: v for k, v in VARIANTS.items() if k in sys.argv[2].split(",")}
 EPOCHS = int(sys.argv[1]) if len(sys.argv) > 1 else 30
@@ -106,7 +119,10 @@ def evaluate(model, tok, size):
 
 def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
     torch.manual_seed(seed)
-    model = open_clip.create_model(arch, pretrained=None).to(dev)
+    model = open_clip.create_model(arch, pretrained=None)
+    if label in GRID_VARIANTS:
+        with_grid_pool(model)
+    model = model.to(dev)
     tok = open_clip.get_tokenizer(arch)
     images = to_tensor(data["train"], size)
     tokens = tok(caps).to(dev)
@@ -152,7 +168,7 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
             with torch.no_grad():
                 model.logit_scale.clamp_(0, math.log(100))
             step += 1
-        if epoch % 10 == 0 or epoch == epochs:
+        if epoch % int(os.environ.get("EVERY", 10)) == 0 or epoch == epochs:
             curve[epoch] = evaluate(model, tok, size)
             print(
                 label,

@@ -33,6 +33,7 @@ from PIL import Image  # noqa: E402
 from vlcomp import __version__  # noqa: E402
 from vlcomp.evaluate import hf_models  # noqa: E402
 from vlcomp.evaluate.hf_models import TransformersModelError, TransformersSource  # noqa: E402
+from vlcomp.evaluate.towers import GRID_POOL_ARCHITECTURES, with_grid_pool  # noqa: E402
 
 MODEL_CONFIG_DIR = Path(__file__).parent / "model_configs"
 open_clip.add_model_config(MODEL_CONFIG_DIR)
@@ -156,29 +157,6 @@ def check_architecture(arch: str) -> None:
         raise ModelUnavailableError(f"open_clip has no architecture named '{arch}'.{hint}")
 
 
-class GridPool(torch.nn.Module):
-    """An image pool that keeps the layout: each cell of the last feature map is normalised,
-    then the flattened C x H x W map goes through one linear map, so every (cell, channel)
-    has its own weights. CLIP's attention pool averages the cells into one vector, which
-    keeps what is in the image but not where (``vlcomp.world.probes``); through this pool a
-    relation ("A left of B") is a linear function of the map, which a dot product with a
-    text embedding can score."""
-
-    def __init__(self, channels: int, cells: int, output_dim: int) -> None:
-        super().__init__()
-        self.norm = torch.nn.LayerNorm(channels)
-        self.proj = torch.nn.Linear(channels * cells, output_dim)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:  # (N, C, H, W) -> (N, output_dim)
-        cells = self.norm(x.flatten(2).transpose(1, 2))
-        return self.proj(cells.flatten(1))
-
-
-# Architectures in model_configs/ whose ModifiedResNet attention pool is a GridPool (an
-# open_clip config has no key for the pool; the rest of the tower is the config's).
-GRID_POOL_ARCHITECTURES = frozenset({"vlcomp-world-rn-grid"})
-
-
 def create_open_clip(
     arch: str, weights: str | None = None, device: torch.device | str = "cpu"
 ) -> tuple[Any, Callable[[Image.Image], torch.Tensor]]:
@@ -191,12 +169,7 @@ def create_open_clip(
         )
         return model, preprocess
     model, _, preprocess = open_clip.create_model_and_transforms(arch, pretrained=None)
-    attention_pool = model.visual.attnpool
-    model.visual.attnpool = GridPool(
-        channels=attention_pool.k_proj.in_features,
-        cells=attention_pool.positional_embedding.shape[0] - 1,
-        output_dim=model.visual.output_dim,
-    )
+    with_grid_pool(model)
     if weights is not None:
         open_clip.load_checkpoint(model, weights)
     return model.to(device), preprocess
