@@ -94,7 +94,7 @@ def run_eval(args: Sequence[str]) -> None:
         ) from error
     import torch
 
-    from vlcomp.evaluate.models import GRID_POOL_ARCHITECTURES
+    from vlcomp.evaluate.towers import GRID_POOL_ARCHITECTURES
 
     register_architectures()
     grid = sorted(GRID_POOL_ARCHITECTURES.intersection(args))
