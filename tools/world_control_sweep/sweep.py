@@ -24,6 +24,9 @@ import torch.nn.functional as F
 
 sys.path.insert(0, "src")
 from vlcomp.evaluate.towers import with_grid_pool  # noqa: E402 (torch only)
+from vlcomp.negatives.lexicon import HORIZONTAL, mirror_text, relation_axis  # noqa: E402
+
+MIRROR = os.environ.get("MIRROR", "") == "1"  # mirrored pairs and mirrored hard negative images
 
 DATA = os.environ.get("DATA", ".gpu")
 OUT = os.environ.get("OUT", DATA)
@@ -131,6 +134,21 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
         rows.append(list(range(len(flat), len(flat) + len(options))))
         flat.extend(options)
     neg_tokens = tok(flat).to(dev)
+    if MIRROR:
+        variants = [(False, False), (True, False), (False, True), (True, True)]
+
+        def mirrored(text, h, v):
+            text = mirror_text(text, "horizontal") if h else text
+            return mirror_text(text, "vertical") if v else text
+
+        cap_tok = [tok([mirrored(c, h, v) for c in caps]).to(dev) for h, v in variants]
+        neg_tok = [tok([mirrored(c, h, v) for c in flat]).to(dev) for h, v in variants]
+        axis = []
+        for c, options in zip(caps, negs, strict=True):
+            found = [a for a in (relation_axis(c, o) for o in options) if a]
+            axis.append(0 if not found else (1 if found[0] == HORIZONTAL else 2))
+        axis = torch.tensor(axis)
+        flip_rng = torch.Generator().manual_seed(seed)
     img_idx = torch.tensor(img_of, device=dev)
     n = len(caps)
     steps = n // bs
@@ -153,11 +171,32 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
                 g["lr"] = cur
             picked = [r for i in idx.tolist() for r in rows[i]]
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dev == "cuda"):
-                i_f, t_f, scale = model(images[img_idx[idx.to(dev)]], tokens[idx.to(dev)])
-                n_f = F.normalize(model.encode_text(neg_tokens[picked]), dim=-1)
+                if not MIRROR:
+                    i_f, t_f, scale = model(images[img_idx[idx.to(dev)]], tokens[idx.to(dev)])
+                    n_f = F.normalize(model.encode_text(neg_tokens[picked]), dim=-1)
+                    hard_images = i_f[:0]
+                else:
+                    flips = torch.randint(0, 4, (len(idx),), generator=flip_rng)
+                    x = images[img_idx[idx.to(dev)]]
+                    h = (flips % 2 == 1).to(dev)
+                    v = (flips >= 2).to(dev)
+                    x = torch.where(h.view(-1, 1, 1, 1), x.flip(-1), x)
+                    x = torch.where(v.view(-1, 1, 1, 1), x.flip(-2), x)
+                    t_tok = torch.stack(
+                        [cap_tok[k][i] for k, i in zip(flips.tolist(), idx.tolist(), strict=True)]
+                    )
+                    kind = [flips[j] for j, i in enumerate(idx.tolist()) for _ in rows[i]]
+                    n_tok = torch.stack([neg_tok[k][r] for k, r in zip(kind, picked, strict=True)])
+                    ax = axis[idx]
+                    hn = x[(ax > 0).to(dev)]
+                    hax = ax[ax > 0].to(dev)
+                    hn = torch.where((hax == 1).view(-1, 1, 1, 1), hn.flip(-1), hn.flip(-2))
+                    i_f, t_f, scale = model(x, t_tok)
+                    n_f = F.normalize(model.encode_text(n_tok), dim=-1)
+                    hard_images = F.normalize(model.encode_image(hn), dim=-1)
                 labels = torch.arange(len(idx), device=dev)
                 per_image = scale * i_f @ torch.cat([t_f, n_f]).T
-                per_text = scale * t_f @ i_f.T
+                per_text = scale * t_f @ torch.cat([i_f, hard_images]).T
                 loss = (
                     F.cross_entropy(per_image.float(), labels)
                     + F.cross_entropy(per_text.float(), labels)
@@ -181,7 +220,7 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
                 flush=True,
             )
     return {
-        "label": label,
+        "label": label + ("+mirror" if MIRROR else ""),
         "arch": arch,
         "size": size,
         "lr": lr,

@@ -25,6 +25,7 @@ from PIL import Image
 
 from vlcomp.evaluate import models as _models
 from vlcomp.io import atomic_path, write_json, write_parquet
+from vlcomp.negatives.lexicon import HORIZONTAL, MIRROR_AXES, mirror_text, relation_axis
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 
@@ -58,6 +59,7 @@ class TrainSettings:
     threads: int
     hard_negatives: str = "none"
     negatives_per_pair: int = 1  # hard negatives a pair brings to each step; 0: all it has
+    mirror: tuple[str, ...] = ()  # axes along which pairs are mirrored (MIRROR_AXES)
 
     @staticmethod
     def from_config(entry: dict[str, Any]) -> TrainSettings:
@@ -71,6 +73,7 @@ class TrainSettings:
             threads=entry["threads"],
             hard_negatives=entry.get("hard_negatives", "none"),
             negatives_per_pair=entry.get("negatives_per_pair", 1),
+            mirror=tuple(axis for axis in MIRROR_AXES if axis in entry.get("mirror", ())),
         )
 
 
@@ -238,14 +241,19 @@ def negclip_loss(
     text_features: torch.Tensor,
     negative_features: torch.Tensor,
     logit_scale: torch.Tensor,
+    negative_image_features: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """NegCLIP's contrastive loss: image -> text over the batch's captions *and* its hard
-    negative texts (B x (B + m) logits), text -> image over the batch's images as in CLIP;
-    the mean of the two cross-entropies. Features are L2-normalised."""
+    negative texts (B x (B + m) logits), text -> image over the batch's images as in CLIP
+    and, when given, its hard negative images (B x (B + k)); the mean of the two
+    cross-entropies. Features are L2-normalised."""
     labels = torch.arange(image_features.shape[0])
     texts = torch.cat([text_features, negative_features])
+    images = image_features
+    if negative_image_features is not None:
+        images = torch.cat([image_features, negative_image_features])
     per_image = logit_scale * image_features @ texts.T
-    per_text = logit_scale * text_features @ image_features.T
+    per_text = logit_scale * text_features @ images.T
     return (
         torch.nn.functional.cross_entropy(per_image, labels)
         + torch.nn.functional.cross_entropy(per_text, labels)
@@ -281,6 +289,78 @@ def _pick_negatives(
                 options[int(k)] for k in sorted(rng.choice(len(options), per_pair, replace=False))
             )
     return picked
+
+
+_FLIP_DIM = {HORIZONTAL: -1}  # every other axis (vertical) flips the rows, dim -2
+
+
+class _Mirroring:
+    """Seeded mirroring of each step's pairs along ``axes`` (``TrainSettings.mirror``).
+
+    Each pair is mirrored along each axis with probability 1/2, its caption and hard
+    negatives rewritten to match (``lexicon.mirror_text``: "left" <-> "right", "above" ->
+    "below", ...). A pair one of whose hard negatives changes a spatial relation along an
+    axis also brings its (possibly mirrored) image mirrored along that axis as a hard
+    negative *image* for its caption: every relation along that axis turns into its
+    converse there, and the generator keeps a relation negative only where the converse
+    is false of the image, so the caption is false of the mirrored image. Both word
+    priors and bags of words are then useless against it: only where things are tells
+    the two images apart.
+    """
+
+    def __init__(
+        self,
+        axes: Sequence[str],
+        texts: Sequence[str],
+        negatives: Sequence[Sequence[str]] | None,
+        tokenizer: Callable[[list[str]], torch.Tensor],
+        seed: int,
+    ) -> None:
+        self.axes = tuple(axes)
+        self.combos = [
+            tuple(a for k, a in enumerate(self.axes) if mask >> k & 1)
+            for mask in range(2 ** len(self.axes))
+        ]
+        self.text_tokens = torch.stack(
+            [tokenizer([self._mirrored(t, combo) for t in texts]) for combo in self.combos]
+        )
+        self.hard_axis: list[str | None] = [None] * len(texts)
+        self.negative_tokens = torch.empty(0, dtype=torch.long)
+        if negatives is not None:
+            flat = [text for options in negatives for text in options]
+            if flat:
+                self.negative_tokens = torch.stack(
+                    [tokenizer([self._mirrored(t, c) for t in flat]) for c in self.combos]
+                )
+            for row, (text, options) in enumerate(zip(texts, negatives, strict=True)):
+                found = (relation_axis(text, option) for option in options)
+                self.hard_axis[row] = next((a for a in found if a in self.axes), None)
+        self.rng = np.random.default_rng([seed, 2])
+
+    @staticmethod
+    def _mirrored(text: str, combo: tuple[str, ...]) -> str:
+        for axis in combo:
+            text = mirror_text(text, axis)
+        return text
+
+    def draw(self, n: int) -> torch.Tensor:
+        """The mirroring (an index into ``combos``) of each of a step's ``n`` pairs."""
+        return torch.from_numpy(self.rng.integers(len(self.combos), size=n))
+
+    def images(self, images: torch.Tensor, drawn: torch.Tensor) -> torch.Tensor:
+        for k, axis in enumerate(self.axes):
+            mask = ((drawn >> k) & 1).bool().view(-1, 1, 1, 1)
+            images = torch.where(mask, images.flip(_FLIP_DIM.get(axis, -2)), images)
+        return images
+
+    def hard_images(self, images: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        """The hard negative images of a step's (mirrored) ``images``, of those pairs that
+        have one, in batch order."""
+        axes = [self.hard_axis[i] for i in idx.tolist()]
+        keep = [j for j, axis in enumerate(axes) if axis is not None]
+        chosen = images[keep]
+        horizontal = torch.tensor([axes[j] == HORIZONTAL for j in keep]).view(-1, 1, 1, 1)
+        return torch.where(horizontal, chosen.flip(-1), chosen.flip(-2))
 
 
 def train_clip(
@@ -350,6 +430,14 @@ def train_clip(
     if negatives is not None:
         negative_tokens, negative_rows = _negative_rows(negatives, tokenizer)
         negative_rng = np.random.default_rng([settings.seed, 1])
+    mirroring = None
+    if settings.mirror:
+        mirroring = _Mirroring(settings.mirror, texts, negatives, tokenizer, settings.seed)
+        log(
+            f"mirroring pairs along {', '.join(settings.mirror)}; "
+            f"{sum(a is not None for a in mirroring.hard_axis)} of {n} pairs bring a hard "
+            "negative image"
+        )
     history = []
     step = 0
     model.train()
@@ -361,21 +449,41 @@ def train_clip(
             idx = order[batch * settings.batch_size : (batch + 1) * settings.batch_size]
             for group in optimizer.param_groups:
                 group["lr"] = cosine_lr(step, total_steps, settings.lr, settings.warmup_steps)
-            image_features, text_features, logit_scale = model(images[idx], tokens[idx])
+            if mirroring is None:
+                batch_images, batch_tokens = images[idx], tokens[idx]
+            else:
+                drawn = mirroring.draw(len(idx))
+                batch_images = mirroring.images(images[idx], drawn)
+                batch_images = batch_images.contiguous(memory_format=torch.channels_last)
+                batch_tokens = mirroring.text_tokens[drawn, idx]
+            image_features, text_features, logit_scale = model(batch_images, batch_tokens)
             if negatives is None:
                 loss = loss_fn(image_features, text_features, logit_scale)
             else:
-                picked = _pick_negatives(
-                    [negative_rows[i] for i in idx.tolist()],
-                    settings.negatives_per_pair,
-                    negative_rng,
-                )
+                pair_rows = [negative_rows[i] for i in idx.tolist()]
+                picked = _pick_negatives(pair_rows, settings.negatives_per_pair, negative_rng)
+                negative_images = None
+                if mirroring is None:
+                    picked_tokens = negative_tokens[picked]
+                else:
+                    row_drawn = {r: int(drawn[j]) for j, rows in enumerate(pair_rows) for r in rows}
+                    picked_tokens = mirroring.negative_tokens[
+                        torch.tensor([row_drawn[r] for r in picked], dtype=torch.long),
+                        torch.tensor(picked, dtype=torch.long),
+                    ]
+                    hard = mirroring.hard_images(batch_images, idx)
+                    if len(hard):
+                        hard = hard.contiguous(memory_format=torch.channels_last)
+                        negative_images = model.encode_image(hard, normalize=True)
                 negative_features = (
-                    model.encode_text(negative_tokens[picked], normalize=True)
+                    model.encode_text(picked_tokens, normalize=True)
                     if picked
                     else text_features[:0]
                 )
-                loss = negclip_loss(image_features, text_features, negative_features, logit_scale)
+                loss = negclip_loss(
+                    image_features, text_features, negative_features, logit_scale,
+                    negative_images,
+                )  # fmt: skip
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -21,6 +21,8 @@ none has a converse that makes a caption reliably false.
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Mapping
 
 from vlcomp.parse.lexicon import (
@@ -229,3 +231,64 @@ def substitute_objects(
         for word, n in object_counts.items()
         if word and n > attribute_counts.get(word, 0) and not is_meta_noun(word)
     }
+
+
+# --------------------------------------------------------------------------- mirroring
+
+HORIZONTAL = "horizontal"  # left <-> right
+VERTICAL = "vertical"  # up <-> down
+MIRROR_AXES: tuple[str, ...] = (HORIZONTAL, VERTICAL)
+
+_VERTICAL_SURFACES: tuple[str, ...] = tuple(
+    s for p in ("above", "below", "on top of") for s in RELATIONS[p]
+)
+_MIRROR_SURFACE: dict[str, dict[str, str]] = {
+    HORIZONTAL: {"left": "right", "right": "left"},
+    VERTICAL: {s: CONVERSE_SURFACE[s] for s in _VERTICAL_SURFACES},
+}
+_MIRROR_PATTERN: dict[str, re.Pattern[str]] = {
+    axis: re.compile(
+        r"\b(" + "|".join(re.escape(s) for s in sorted(table, key=lambda s: (-len(s), s))) + r")\b",
+        re.IGNORECASE,
+    )
+    for axis, table in _MIRROR_SURFACE.items()
+}
+_AXIS_WORDS: dict[str, frozenset[str]] = {
+    axis: frozenset(w for s in table for w in s.split())
+    | frozenset(w for s in table.values() for w in s.split())
+    for axis, table in _MIRROR_SURFACE.items()
+}
+_DIRECTION_WORDS: dict[str, frozenset[str]] = {
+    HORIZONTAL: frozenset({"left", "right"}),
+    VERTICAL: frozenset("above over below under beneath underneath atop top".split()),
+}
+
+
+def mirror_text(text: str, axis: str) -> str:
+    """``text`` as it reads of the image mirrored along ``axis``: horizontal swaps "left"
+    and "right"; vertical puts each above/below phrase's converse phrase in
+    (``CONVERSE_SURFACE``: "over" -> "under", "beneath" -> "above"). A capital first letter
+    is kept."""
+    table = _MIRROR_SURFACE[axis]
+
+    def swap(match: re.Match[str]) -> str:
+        found = match.group(0)
+        out = table[found.lower()]
+        return out[0].upper() + out[1:] if found[0].isupper() else out
+
+    return _MIRROR_PATTERN[axis].sub(swap, text)
+
+
+def relation_axis(caption: str, negative: str) -> str | None:
+    """The axis along which ``negative`` changes a spatial relation of ``caption`` ("a
+    circle above a square" -> "a circle below a square": vertical), or None when the two
+    differ in anything else. The caption is false of its image mirrored along that axis
+    wherever the negative is false of the image (every pair's relation along the axis
+    turns into its converse)."""
+    a = Counter(normalise(caption).split())
+    b = Counter(normalise(negative).split())
+    changed = set((a - b) + (b - a))
+    for axis in MIRROR_AXES:
+        if changed & _DIRECTION_WORDS[axis] and changed <= _AXIS_WORDS[axis]:
+            return axis
+    return None
