@@ -379,5 +379,6 @@ def test_world_oracles(run_dir):
         assert value["oracle:truth"] >= 1 - (pooled["n_true"] / pooled["n_sets"]).max()
         assert value["oracle:bag_of_words"] < value["oracle:truth"]
         assert fn["bag_of_words_accuracy"].is_between(0, 1).all()
+        assert fn["word_prior_accuracy"].is_between(0, 1).all()
     summary = (run_dir / "results/metrics/summary.md").read_text()
     assert "oracle:bag_of_words" in summary and "False negatives" in summary

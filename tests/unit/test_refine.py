@@ -737,3 +737,35 @@ def test_a_set_too_small_for_two_by_two_says_why(tmp_path, monkeypatch):
     assert lines[1:] == [f"heat map all masked: m: {reason}"]
     assert read_parquet_metadata(tmp_path / "heat.parquet")[NOTE_KEY] == f"m: {reason}"
     assert reason in words and "m: 2x2 bins, auto (masked: n < 60)" in words
+
+
+def test_changed_words_are_the_multiset_difference():
+    from vlcomp.refine.words import changed_words
+
+    assert changed_words("a circle above a square", "A circle below a square.") == (
+        ("above",),
+        ("below",),
+    )
+    assert changed_words("a red circle and a blue star", "a blue circle and a red star") == (
+        (),
+        (),
+    )
+
+
+def test_word_prior_accuracy_is_cross_fitted_and_guesses_what_it_has_not_seen():
+    from vlcomp.refine.words import word_prior_accuracy
+
+    above = ("a circle above a square", "a circle below a square")
+    below = ("a star below a cross", "a star above a cross")
+    # "above" is the positive three times as often as "below", in both halves: the rule
+    # fitted on one half prefers "above" on the other, right on 3 of 4 pairs
+    pairs = [(*above, 0)] * 3 + [(*below, 0)] + [(*above, 1)] * 3 + [(*below, 1)]
+    assert word_prior_accuracy(pairs) == 0.75
+    # both directions equally often: no prior
+    assert word_prior_accuracy([(*above, 0), (*below, 0), (*above, 1), (*below, 1)]) == 0.5
+    # a change seen only in its own half is guessed, never looked up in-sample
+    assert word_prior_accuracy([(*above, 0), ("a red cup", "a blue cup", 1)]) == 0.5
+    # same words, swapped: nothing to go on
+    swap = ("a red circle and a blue star", "a blue circle and a red star")
+    assert word_prior_accuracy([(*swap, 0), (*swap, 1)]) == 0.5
+    assert word_prior_accuracy([]) is None

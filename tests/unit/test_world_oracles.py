@@ -238,6 +238,8 @@ def test_planted_false_negative_is_counted_and_tied():
     att = fn.filter(pl.col("family") == "swap_att").row(0, named=True)
     assert (att["n_negatives"], att["n_true"], att["n_unreadable"]) == (2, 1, 1)
     assert (att["n_sets"], att["truth_accuracy"], att["bag_of_words_accuracy"]) == (1, 1.0, 0.0)
+    # the swap changes no word: its word prior is a guess
+    assert att["word_prior_accuracy"] == 0.5 and 0.0 <= rel["word_prior_accuracy"] <= 1.0
     truth = predictions.filter(pl.col("model") == "oracle:truth").sort("item_id")
     assert truth["correct"].to_list() == [True, False, True]  # the tie counts as wrong
     assert truth["tied"].to_list() == [False, True, False]

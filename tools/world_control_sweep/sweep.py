@@ -13,6 +13,7 @@ import copy
 import json
 import math
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -81,6 +82,8 @@ VARIANTS["rn128t"] = (
     variant("s-rn128t", text_cfg(cfg(BASE, image_size=128), width=128, heads=4, layers=4)),
     128,
 )
+# A bidirectional text tower: every token sees the relation word, before or after it.
+VARIANTS["rn64bi"] = (variant("s-rn64bi", text_cfg(cfg(BASE), no_causal_mask=True)), 64)
 VARIANTS["rn64t"] = (variant("s-rn64t", text_cfg(cfg(BASE), width=128, heads=4, layers=4)), 64)
 # GridPool variants (towers.with_grid_pool): the attention pool replaced by a layout-keeping one.
 GRID = json.loads(Path("src/vlcomp/evaluate/model_configs/vlcomp-world-rn-grid.json").read_text())
@@ -116,8 +119,14 @@ def evaluate(model, tok, size):
         ok = bool(s[0] > s[1:].max())
         key = (it["type"], "held_out" if it["held_out"] else "held_in")
         out.setdefault(key, []).append(ok)
+        if it["type"] == "replace_rel":  # by the positive's relation word: a word prior shows
+            word = next((w for w in SPATIAL if re.search(rf"\b{w}\b", it["pos"].lower())), "?")
+            out.setdefault(("rel_word", word), []).append(ok)
     model.train()
     return {f"{t}/{h}": round(float(np.mean(v)), 3) for (t, h), v in sorted(out.items())}
+
+
+SPATIAL = ("left", "right", "above", "over", "underneath", "under", "beneath", "below")
 
 
 def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):

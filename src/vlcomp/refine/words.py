@@ -12,6 +12,7 @@ split words: "two men on four-wheelers" / "four men on two-wheelers").
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -39,3 +40,36 @@ def same_word_share(candidates: pl.DataFrame) -> pl.DataFrame:
         .with_columns(share=pl.col("same_words") / pl.col("n"))
         .sort(list(GROUP_COLUMNS), nulls_last=True)
     )
+
+
+def changed_words(positive: str, negative: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(the words only ``positive`` has, the words only ``negative`` has), each sorted: what
+    the negative changes ("a circle above a square" / "a circle below a square":
+    (("above",), ("below",)))."""
+    p, n = words(positive), words(negative)
+    return tuple(sorted((p - n).elements())), tuple(sorted((n - p).elements()))
+
+
+def word_prior_accuracy(pairs: Sequence[tuple[str, str, int]]) -> float | None:
+    """How well the words a negative changes predict which text is the positive, without
+    the image: (positive, negative, fold) pairs, fold 0 or 1. For each change seen in one
+    fold the rule picks the direction seen more often there ("above" -> "below" more often
+    than "below" -> "above": prefer "above"), and is scored on the other fold; a change it
+    has not seen, or seen equally often both ways, or whose two texts are the same words,
+    scores 1/2 (a guess). 0.5: the changes carry no prior; 1.0: they give the answer away.
+    A text-only model trained on the generator's negatives (NegCLIP-style) can learn such
+    a prior; one trained on captions alone cannot."""
+    if not pairs:
+        return None
+    counts: list[Counter[tuple[tuple[str, ...], tuple[str, ...]]]] = [Counter(), Counter()]
+    changes = []
+    for positive, negative, fold in pairs:
+        change = changed_words(positive, negative)
+        counts[fold][change] += 1
+        changes.append((change, fold))
+    score = 0.0
+    for (removed, added), fold in changes:
+        other = counts[1 - fold]
+        right, wrong = other[(removed, added)], other[(added, removed)]
+        score += 1.0 if right > wrong else 0.0 if right < wrong else 0.5
+    return score / len(changes)

@@ -458,11 +458,13 @@ def false_negative_markdown(table: pl.DataFrame) -> list[str]:
     oracle accuracy), from an oracle false-negative table."""
     lines = [
         "False negatives (negatives true of the image, Wilson 95% CI) and binding-free "
-        "solvable shares (accuracy of oracles that ignore binding; ties count as wrong):",
+        "solvable shares (accuracy of oracles that ignore binding; ties count as wrong), and "
+        "the word prior: how often the words a negative changes alone tell which text is the "
+        "positive (cross-fitted over two halves of the items; 0.5: no prior):",
         "",
         "| part | generator | type | false negatives | rate | 95% CI | unreadable "
-        "| bag-of-words acc. | objects-only acc. | sets |",
-        "|---|---|---|---:|---:|---|---:|---:|---:|---:|",
+        "| bag-of-words acc. | objects-only acc. | word-prior acc. | sets |",
+        "|---|---|---|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
 
     def share(value: float | None) -> str:
@@ -474,7 +476,8 @@ def false_negative_markdown(table: pl.DataFrame) -> list[str]:
             f"| {r['part'] or ''} | {r['generator']} | {r['family']} "
             f"| {r['n_true']}/{r['n_negatives']} | {share(r['false_negative_rate'])} | {ci} "
             f"| {r['n_unreadable']} | {share(r['bag_of_words_accuracy'])} "
-            f"| {share(r['objects_only_accuracy'])} | {r['n_sets']} |"
+            f"| {share(r['objects_only_accuracy'])} "
+            f"| {share(r.get('word_prior_accuracy'))} | {r['n_sets']} |"
         )
     return [*lines, ""]
 

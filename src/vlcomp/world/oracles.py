@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from math import sqrt
@@ -51,6 +52,7 @@ from vlcomp.evaluate.retrieval_sets import (
     set_metric_table,
 )
 from vlcomp.io import write_parquet
+from vlcomp.refine.words import word_prior_accuracy
 from vlcomp.text import plural
 
 from .captions import _ALT_PREFIXES, _ALT_SUFFIXES
@@ -499,6 +501,9 @@ FALSE_NEGATIVE_SCHEMA: dict[str, pl.DataType] = {
     "truth_accuracy": pl.Float64,
     "n_sets": pl.Int64,
     "bag_of_words_tie_share": pl.Float64,
+    # the changed words' prior without the image (refine.words.word_prior_accuracy, pairs of
+    # complete sets, items in two folds by a hash of their id); 0.5: none
+    "word_prior_accuracy": pl.Float64,
 }
 
 UNREADABLE_SCHEMA: dict[str, pl.DataType] = {
@@ -638,6 +643,7 @@ def score_part(
                 target="target", is_positive="is_positive", complexity=complexity,
                 text_key=pl.col("text").map_elements(text_key, return_dtype=pl.String),
                 similarity=pl.col(name), generator="generator", holds="holds", complete="complete",
+                text="text",
             )
             for name in ORACLES
         ]
@@ -696,6 +702,7 @@ def _false_negatives(
         generator_of.rename({"type": "family"}), on=["item_id", "family"], how="left"
     )
     bad = unreadable.filter(~pl.col("is_positive"))
+    prior_pairs = _prior_pairs(scores)
     bench = scores["benchmark"][0]
     out = []
     keys = negatives.select("generator", "type").unique().sort("generator", "type").iter_rows()
@@ -715,12 +722,34 @@ def _false_negatives(
             for name in ORACLES
         }
         bow = in_sets.filter(pl.col("model") == ORACLE_PREFIX + "bag_of_words")
+        pairs = prior_pairs.filter(pl.col("generator") == generator)
+        if ntype != "all":
+            pairs = pairs.filter(pl.col("type") == ntype)
+        prior = word_prior_accuracy(list(pairs.select("positive", "text", "fold").iter_rows()))
         out.append((
             bench, label, generator, ntype, n, k, k / n if n else None, low, high, in_bad.height,
             acc["bag_of_words"], acc["objects_only"], acc["truth"],
-            bow.height, bow["tied"].mean(),
+            bow.height, bow["tied"].mean(), prior,
         ))  # fmt: skip
     return out
+
+
+def _prior_pairs(scores: pl.DataFrame) -> pl.DataFrame:
+    """(positive, negative text, type, generator, fold) of every negative of a complete set,
+    the fold a hash of the item id (the same items fall together in every run)."""
+    truth = scores.filter((pl.col("model") == ORACLE_PREFIX + "truth") & pl.col("complete"))
+    positives = truth.filter("is_positive").select("item_id", positive="text")
+    return (
+        truth.filter(~pl.col("is_positive"))
+        .join(positives, on="item_id", how="inner", maintain_order="left")
+        .select(
+            "positive", "text", "generator",
+            type=negative_type(pl.col("family"), pl.col("target")),
+            fold=pl.col("item_id").map_elements(
+                lambda item: zlib.crc32(item.encode()) & 1, return_dtype=pl.Int64
+            ),
+        )
+    )  # fmt: skip
 
 
 def oracle_job(
