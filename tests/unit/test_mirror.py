@@ -85,19 +85,19 @@ def test_a_mirrored_pair_stays_true_and_its_hard_image_makes_it_false():
     tokenizer = open_clip.get_tokenizer("vlcomp-world-vit")
     texts = [
         "a red square left of a blue square",
-        "a red square above a blue square",
+        "a red square beneath a blue square",
         "a red square and a blue square",
     ]
     negatives = [
         ["a red square right of a blue square", "a blue square left of a blue square"],
-        ["a red square below a blue square"],
+        ["a red square above a blue square"],
         ["a blue square and a blue square"],
     ]
     mirroring = _Mirroring(("horizontal", "vertical"), texts, negatives, tokenizer, seed=0)
     assert mirroring.hard_axis == ["horizontal", "vertical", None]
     assert mirroring.combos == [(), ("horizontal",), ("vertical",), ("horizontal", "vertical")]
     images = torch.from_numpy(
-        np.stack([two_squares("red", "blue"), two_squares("red", "blue", vertical=True),
+        np.stack([two_squares("red", "blue"), two_squares("blue", "red", vertical=True),
                   two_squares("red", "blue")])
     ).permute(0, 3, 1, 2).float()  # fmt: skip
     idx = torch.tensor([0, 1, 2])
@@ -109,19 +109,35 @@ def test_a_mirrored_pair_stays_true_and_its_hard_image_makes_it_false():
     # the rewritten captions are true of the mirrored images ...
     tokens = mirroring.text_tokens[drawn, idx]
     assert torch.equal(tokens[0], tokenizer(["a red square right of a blue square"])[0])
-    assert torch.equal(tokens[1], tokenizer(["a red square below a blue square"])[0])
+    assert torch.equal(tokens[1], tokenizer(["a red square above a blue square"])[0])
     assert torch.equal(tokens[2], tokenizer([texts[2]])[0])
     assert centre(mirrored[0], "red")[1] > centre(mirrored[0], "blue")[1]  # "right of"
-    assert centre(mirrored[1], "red")[0] > centre(mirrored[1], "blue")[0]  # "below"
+    assert centre(mirrored[1], "red")[0] < centre(mirrored[1], "blue")[0]  # "above"
     # ... and false of their hard negative images (the pair without a relation has none)
     hard = mirroring.hard_images(mirrored, idx)
     assert hard.shape[0] == 2
     assert centre(hard[0], "red")[1] < centre(hard[0], "blue")[1]
-    assert centre(hard[1], "red")[0] < centre(hard[1], "blue")[0]
-    # the negatives are rewritten with their pair
-    assert torch.equal(
-        mirroring.negative_tokens[1, 0], tokenizer(["a red square left of a blue square"])[0]
-    )
+    assert centre(hard[1], "red")[0] > centre(hard[1], "blue")[0]
+    # a relation negative along the mirrored axis becomes the caption itself: "above"
+    # against "beneath" turns into "beneath" against "above" (mirroring the negative's
+    # words would give "below", and "beneath" would never be a negative); others are
+    # mirrored with their pair
+    negative = {
+        (combo, row): mirroring.negative_tokens[combo, row]
+        for combo in range(4)
+        for row in (0, 1, 2)
+    }
+    expected = {
+        (0, 2): "a red square above a blue square",
+        (2, 2): "a red square beneath a blue square",
+        (3, 2): "a red square beneath a blue square",
+        (1, 0): "a red square left of a blue square",
+        (3, 0): "a red square left of a blue square",
+        (1, 1): "a blue square right of a blue square",
+        (2, 1): "a blue square left of a blue square",
+    }
+    for (combo, row), text in expected.items():
+        assert torch.equal(negative[(combo, row)], tokenizer([text])[0]), (combo, row, text)
 
 
 def test_mirror_setting_keeps_the_axis_order_and_defaults_to_none():

@@ -25,7 +25,8 @@ import torch.nn.functional as F
 
 sys.path.insert(0, "src")
 from vlcomp.evaluate.towers import with_grid_pool  # noqa: E402 (torch only)
-from vlcomp.negatives.lexicon import HORIZONTAL, mirror_text, relation_axis  # noqa: E402
+from vlcomp.evaluate.train import _Mirroring  # noqa: E402
+from vlcomp.negatives.lexicon import HORIZONTAL, VERTICAL  # noqa: E402
 
 MIRROR = os.environ.get("MIRROR", "") == "1"  # mirrored pairs and mirrored hard negative images
 
@@ -143,21 +144,8 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
         rows.append(list(range(len(flat), len(flat) + len(options))))
         flat.extend(options)
     neg_tokens = tok(flat).to(dev)
-    if MIRROR:
-        variants = [(False, False), (True, False), (False, True), (True, True)]
-
-        def mirrored(text, h, v):
-            text = mirror_text(text, "horizontal") if h else text
-            return mirror_text(text, "vertical") if v else text
-
-        cap_tok = [tok([mirrored(c, h, v) for c in caps]).to(dev) for h, v in variants]
-        neg_tok = [tok([mirrored(c, h, v) for c in flat]).to(dev) for h, v in variants]
-        axis = []
-        for c, options in zip(caps, negs, strict=True):
-            found = [a for a in (relation_axis(c, o) for o in options) if a]
-            axis.append(0 if not found else (1 if found[0] == HORIZONTAL else 2))
-        axis = torch.tensor(axis)
-        flip_rng = torch.Generator().manual_seed(seed)
+    if MIRROR:  # train._Mirroring, the workflow's train.mirror: [horizontal, vertical]
+        mirroring = _Mirroring((HORIZONTAL, VERTICAL), caps, negs, tok, seed)
     img_idx = torch.tensor(img_of, device=dev)
     n = len(caps)
     steps = n // bs
@@ -185,21 +173,16 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
                     n_f = F.normalize(model.encode_text(neg_tokens[picked]), dim=-1)
                     hard_images = i_f[:0]
                 else:
-                    flips = torch.randint(0, 4, (len(idx),), generator=flip_rng)
-                    x = images[img_idx[idx.to(dev)]]
-                    h = (flips % 2 == 1).to(dev)
-                    v = (flips >= 2).to(dev)
-                    x = torch.where(h.view(-1, 1, 1, 1), x.flip(-1), x)
-                    x = torch.where(v.view(-1, 1, 1, 1), x.flip(-2), x)
-                    t_tok = torch.stack(
-                        [cap_tok[k][i] for k, i in zip(flips.tolist(), idx.tolist(), strict=True)]
-                    )
-                    kind = [flips[j] for j, i in enumerate(idx.tolist()) for _ in rows[i]]
-                    n_tok = torch.stack([neg_tok[k][r] for k, r in zip(kind, picked, strict=True)])
-                    ax = axis[idx]
-                    hn = x[(ax > 0).to(dev)]
-                    hax = ax[ax > 0].to(dev)
-                    hn = torch.where((hax == 1).view(-1, 1, 1, 1), hn.flip(-1), hn.flip(-2))
+                    drawn = mirroring.draw(len(idx))
+                    x = mirroring.images(images[img_idx[idx.to(dev)]], drawn)
+                    t_tok = mirroring.text_tokens[drawn, idx].to(dev)
+                    row_drawn = {
+                        r: int(drawn[j]) for j, i in enumerate(idx.tolist()) for r in rows[i]
+                    }
+                    n_tok = mirroring.negative_tokens[
+                        torch.tensor([row_drawn[r] for r in picked]), torch.tensor(picked)
+                    ].to(dev)
+                    hn = mirroring.hard_images(x, idx)
                     i_f, t_f, scale = model(x, t_tok)
                     n_f = F.normalize(model.encode_text(n_tok), dim=-1)
                     hard_images = F.normalize(model.encode_image(hn), dim=-1)

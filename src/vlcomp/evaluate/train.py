@@ -299,7 +299,8 @@ class _Mirroring:
 
     Each pair is mirrored along each axis with probability 1/2, its caption and hard
     negatives rewritten to match (``lexicon.mirror_text``: "left" <-> "right", "above" ->
-    "below", ...). A pair one of whose hard negatives changes a spatial relation along an
+    "below", ...; a relation negative along a mirrored axis becomes the caption itself,
+    ``_mirrored_negative``). A pair one of whose hard negatives changes a spatial relation along an
     axis also brings its (possibly mirrored) image mirrored along that axis as a hard
     negative *image* for its caption: every relation along that axis turns into its
     converse there, and the generator keeps a relation negative only where the converse
@@ -327,15 +328,37 @@ class _Mirroring:
         self.hard_axis: list[str | None] = [None] * len(texts)
         self.negative_tokens = torch.empty(0, dtype=torch.long)
         if negatives is not None:
-            flat = [text for options in negatives for text in options]
+            flat = [
+                (text, option, relation_axis(text, option))
+                for text, options in zip(texts, negatives, strict=True)
+                for option in options
+            ]
             if flat:
                 self.negative_tokens = torch.stack(
-                    [tokenizer([self._mirrored(t, c) for t in flat]) for c in self.combos]
+                    [
+                        tokenizer([self._mirrored_negative(*row, combo) for row in flat])
+                        for combo in self.combos
+                    ]
                 )
             for row, (text, options) in enumerate(zip(texts, negatives, strict=True)):
                 found = (relation_axis(text, option) for option in options)
                 self.hard_axis[row] = next((a for a in found if a in self.axes), None)
         self.rng = np.random.default_rng([seed, 2])
+
+    @classmethod
+    def _mirrored_negative(
+        cls, text: str, negative: str, axis: str | None, combo: tuple[str, ...]
+    ) -> str:
+        """A negative of the pair mirrored by ``combo``. One that changes a relation along a
+        mirrored axis becomes the caption itself, mirrored along the other axes only: false
+        of the mirrored image, and the pair's two texts trade places ("beneath" against
+        "above" becomes "above" against "beneath"), so that no word is more often the
+        positive than the negative. Mirroring the negative's words instead would keep a
+        prior wherever the generator's converses are not each other's ("beneath" ->
+        "above" -> "below")."""
+        if axis is not None and axis in combo:
+            return cls._mirrored(text, tuple(a for a in combo if a != axis))
+        return cls._mirrored(negative, combo)
 
     @staticmethod
     def _mirrored(text: str, combo: tuple[str, ...]) -> str:
@@ -348,6 +371,7 @@ class _Mirroring:
         return torch.from_numpy(self.rng.integers(len(self.combos), size=n))
 
     def images(self, images: torch.Tensor, drawn: torch.Tensor) -> torch.Tensor:
+        drawn = drawn.to(images.device)
         for k, axis in enumerate(self.axes):
             mask = ((drawn >> k) & 1).bool().view(-1, 1, 1, 1)
             images = torch.where(mask, images.flip(_FLIP_DIM.get(axis, -2)), images)
@@ -359,7 +383,9 @@ class _Mirroring:
         axes = [self.hard_axis[i] for i in idx.tolist()]
         keep = [j for j, axis in enumerate(axes) if axis is not None]
         chosen = images[keep]
-        horizontal = torch.tensor([axes[j] == HORIZONTAL for j in keep]).view(-1, 1, 1, 1)
+        horizontal = torch.tensor(
+            [axes[j] == HORIZONTAL for j in keep], device=images.device
+        ).view(-1, 1, 1, 1)
         return torch.where(horizontal, chosen.flip(-1), chosen.flip(-2))
 
 
