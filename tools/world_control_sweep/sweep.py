@@ -25,10 +25,12 @@ import torch.nn.functional as F
 
 sys.path.insert(0, "src")
 from vlcomp.evaluate.towers import with_grid_pool  # noqa: E402 (torch only)
-from vlcomp.evaluate.train import _Mirroring  # noqa: E402
-from vlcomp.negatives.lexicon import HORIZONTAL, VERTICAL  # noqa: E402
 
-MIRROR = os.environ.get("MIRROR", "") == "1"  # mirrored pairs and mirrored hard negative images
+# MIRROR=1: mirrored pairs and hard negative images (train.mirror: [horizontal, vertical]).
+# vlcomp's training module needs polars and pillow too: carry their wheels on a GPU machine.
+MIRROR = os.environ.get("MIRROR", "") == "1"
+if MIRROR:
+    from vlcomp.evaluate.train import _Mirroring
 
 DATA = os.environ.get("DATA", ".gpu")
 OUT = os.environ.get("OUT", DATA)
@@ -145,7 +147,7 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
         flat.extend(options)
     neg_tokens = tok(flat).to(dev)
     if MIRROR:  # train._Mirroring, the workflow's train.mirror: [horizontal, vertical]
-        mirroring = _Mirroring((HORIZONTAL, VERTICAL), caps, negs, tok, seed)
+        mirroring = _Mirroring(("horizontal", "vertical"), caps, negs, tok, seed)
     img_idx = torch.tensor(img_of, device=dev)
     n = len(caps)
     steps = n // bs
