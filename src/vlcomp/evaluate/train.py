@@ -383,9 +383,9 @@ class _Mirroring:
         axes = [self.hard_axis[i] for i in idx.tolist()]
         keep = [j for j, axis in enumerate(axes) if axis is not None]
         chosen = images[keep]
-        horizontal = torch.tensor(
-            [axes[j] == HORIZONTAL for j in keep], device=images.device
-        ).view(-1, 1, 1, 1)
+        horizontal = torch.tensor([axes[j] == HORIZONTAL for j in keep], device=images.device).view(
+            -1, 1, 1, 1
+        )
         return torch.where(horizontal, chosen.flip(-1), chosen.flip(-2))
 
 
