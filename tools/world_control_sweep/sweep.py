@@ -178,12 +178,8 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
                     drawn = mirroring.draw(len(idx))
                     x = mirroring.images(images[img_idx[idx.to(dev)]], drawn)
                     t_tok = mirroring.text_tokens[drawn, idx].to(dev)
-                    row_drawn = {
-                        r: int(drawn[j]) for j, i in enumerate(idx.tolist()) for r in rows[i]
-                    }
-                    n_tok = mirroring.negative_tokens[
-                        torch.tensor([row_drawn[r] for r in picked]), torch.tensor(picked)
-                    ].to(dev)
+                    pair_rows = [rows[i] for i in idx.tolist()]
+                    n_tok = mirroring.picked_negative_tokens(pair_rows, picked, drawn).to(dev)
                     hn = mirroring.hard_images(x, idx)
                     i_f, t_f, scale = model(x, t_tok)
                     n_f = F.normalize(model.encode_text(n_tok), dim=-1)

@@ -25,7 +25,13 @@ from PIL import Image
 
 from vlcomp.evaluate import models as _models
 from vlcomp.io import atomic_path, write_json, write_parquet
-from vlcomp.negatives.lexicon import HORIZONTAL, MIRROR_AXES, mirror_text, relation_axis
+from vlcomp.negatives.lexicon import (
+    HORIZONTAL,
+    MIRROR_AXES,
+    VERTICAL,
+    mirror_text,
+    relation_axis,
+)
 
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png", "webp")
 
@@ -291,7 +297,7 @@ def _pick_negatives(
     return picked
 
 
-_FLIP_DIM = {HORIZONTAL: -1}  # every other axis (vertical) flips the rows, dim -2
+_FLIP_DIM = {HORIZONTAL: -1, VERTICAL: -2}  # image columns, rows
 
 
 class _Mirroring:
@@ -374,8 +380,19 @@ class _Mirroring:
         drawn = drawn.to(images.device)
         for k, axis in enumerate(self.axes):
             mask = ((drawn >> k) & 1).bool().view(-1, 1, 1, 1)
-            images = torch.where(mask, images.flip(_FLIP_DIM.get(axis, -2)), images)
+            images = torch.where(mask, images.flip(_FLIP_DIM[axis]), images)
         return images
+
+    def picked_negative_tokens(
+        self, pair_rows: Sequence[Sequence[int]], picked: Sequence[int], drawn: torch.Tensor
+    ) -> torch.Tensor:
+        """The tokens of a step's ``picked`` negative rows, each mirrored as its pair was
+        (``pair_rows``: each pair's negative rows, in batch order, as ``drawn``)."""
+        row_drawn = {r: int(drawn[j]) for j, rows in enumerate(pair_rows) for r in rows}
+        return self.negative_tokens[
+            torch.tensor([row_drawn[r] for r in picked], dtype=torch.long),
+            torch.tensor(picked, dtype=torch.long),
+        ]
 
     def hard_images(self, images: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
         """The hard negative images of a step's (mirrored) ``images``, of those pairs that
@@ -492,11 +509,7 @@ def train_clip(
                 if mirroring is None:
                     picked_tokens = negative_tokens[picked]
                 else:
-                    row_drawn = {r: int(drawn[j]) for j, rows in enumerate(pair_rows) for r in rows}
-                    picked_tokens = mirroring.negative_tokens[
-                        torch.tensor([row_drawn[r] for r in picked], dtype=torch.long),
-                        torch.tensor(picked, dtype=torch.long),
-                    ]
+                    picked_tokens = mirroring.picked_negative_tokens(pair_rows, picked, drawn)
                     hard = mirroring.hard_images(batch_images, idx)
                     if len(hard):
                         hard = hard.contiguous(memory_format=torch.channels_last)
