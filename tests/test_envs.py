@@ -1,5 +1,5 @@
 """`snakemake --use-conda` without conda: every rule's environment file provides what its
-script imports (vlcomp.envcheck), checked on the real workflow and on broken copies."""
+script imports (vlcomp_dev.envcheck), checked on the real workflow and on broken copies."""
 
 import shutil
 import textwrap
@@ -9,8 +9,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from vlcomp import envcheck
-from vlcomp.envcheck import check, normalize
+from vlcomp_dev import envcheck
+from vlcomp_dev.envcheck import check, normalize
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +44,7 @@ def test_the_check_sees_the_workflow(report):
     # The model rules (those reaching the model loader) import torch; not every rule does.
     # (Negatives rules reach open_clip only for its tokenizer, which imports torch itself.)
     model_rules = [
-        r for r, reach in report.reaches.items() if "vlcomp.evaluate.models" in reach.modules
+        r for r, reach in report.reaches.items() if "vlcomp.models.loading" in reach.modules
     ]
     assert model_rules
     assert all("torch" in report.imports_of(rule) for rule in model_rules)

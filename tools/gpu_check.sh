@@ -3,7 +3,7 @@
 # on the GPU and fp32 on the CPU; GPU fp32 against CPU fp32 within a tolerance; how many pair
 # and set decisions fp16 / bf16 change; the workflow's evaluation stage on cuda against a CPU
 # run. Installs nothing: uses .venv/bin/python (or $PYTHON). The logic is in Python
-# (vlcomp.evaluate.bench, vlcomp.evaluate.precision_check); this script only orchestrates.
+# (vlcomp_dev.bench.evaluate, vlcomp_dev.precision_check); this script only orchestrates.
 # See tools/README.md.
 #
 #   tools/gpu_check.sh [--out DIR] [--dry-run] [--budget SECONDS] [--skip-workflow]
@@ -72,7 +72,7 @@ if [[ $DRY -eq 0 ]] && ! "$PY" -c 'import sys, torch; sys.exit(0 if torch.cuda.i
   echo "no CUDA device: running the dry run"; DRY=1
 fi
 
-BENCH=("$PY" -m vlcomp.evaluate.bench --model ViT-B-32 --data "$DATA")
+BENCH=("$PY" -m vlcomp_dev.bench.evaluate --model ViT-B-32 --data "$DATA")
 if [[ $DRY -eq 1 ]]; then
   CPU_THREADS=$(( CORES < 2 ? 1 : 2 )); CPU_WORKERS=2
   CPU_ITEMS=24; CPU_LOOP=6; CHECK_ITEMS=24
@@ -95,7 +95,7 @@ for precision in fp16 bf16 fp32; do
 done
 
 # (ii, iii) Agreement of GPU fp32 with CPU fp32, and decision changes of fp16 / bf16.
-CHECK=("$PY" -m vlcomp.evaluate.precision_check runs --model ViT-B-32 --data "$DATA"
+CHECK=("$PY" -m vlcomp_dev.precision_check runs --model ViT-B-32 --data "$DATA"
        --threads "$CPU_THREADS" --out "$OUT/precision.json")
 if [[ $DRY -eq 1 ]]; then
   plan "${CHECK[@]}" --items 300 --runs "cpu:fp32:$CPU_WORKERS,cuda:fp32:$GPU_WORKERS,cuda:fp16:$GPU_WORKERS,cuda:bf16:$GPU_WORKERS"
@@ -131,9 +131,9 @@ elif [[ $DRY -eq 1 ]]; then
   if [[ -n "$REFERENCE" ]]; then
     plan "cp -a $REFERENCE/. $OUT/workflow_cuda/results/ (less results/cache/embeddings)"
     plan "snakemake -s Snakefile -d $OUT/workflow_cuda --configfile $OUT/workflow_cuda/config.yaml --cores $CORES --forcerun ${EVAL_RULES[*]}"
-    plan "$PY -m vlcomp.evaluate.precision_check metrics $REFERENCE/metrics $OUT/workflow_cuda/results/metrics"
+    plan "$PY -m vlcomp_dev.precision_check metrics $REFERENCE/metrics $OUT/workflow_cuda/results/metrics"
     # The comparison code itself, on the CPU run against itself.
-    step metrics_compare 60 "$PY" -m vlcomp.evaluate.precision_check metrics \
+    step metrics_compare 60 "$PY" -m vlcomp_dev.precision_check metrics \
       "$REFERENCE/metrics" "$REFERENCE/metrics" --out "$OUT/metrics_compare.json"
   else
     plan "snakemake -s Snakefile -d $OUT/workflow_cuda --configfile $OUT/workflow_cuda/config.yaml --cores $CORES  (no CPU run in results/ to compare with; --cpu-run makes one first)"
@@ -164,12 +164,12 @@ else
     "$WF_PRECISION" "${REFERENCE:-none}" "$status" $(( SECONDS - wf_start )) \
     "$OUT/workflow_cuda.log" > "$OUT/workflow.json"
   if [[ -n "$REFERENCE" && -d "$WD/results/metrics" ]]; then
-    step metrics_compare 60 "$PY" -m vlcomp.evaluate.precision_check metrics \
+    step metrics_compare 60 "$PY" -m vlcomp_dev.precision_check metrics \
       "$REFERENCE/metrics" "$WD/results/metrics" --out "$OUT/metrics_compare.json"
   fi
 fi
 
-"$PY" -m vlcomp.evaluate.precision_check report "$OUT" > /dev/null
+"$PY" -m vlcomp_dev.precision_check report "$OUT" > /dev/null
 echo
 cat "$OUT/report.md"
 echo

@@ -1,8 +1,8 @@
 """GPU check of the joint scorers (matching head, VQAScore) next to the embedding families:
 the same (image, text) pairs scored on the CPU in fp32 and on CUDA in fp32 and bf16 (max
-|difference| against the CPU), then ``bench.run_family_benchmark`` on CUDA (items/s and peak
-GPU memory per family). Tiny random models (``vlcomp.evaluate.tiny_models``); without a CUDA
-device only the CPU part runs.
+|difference| against the CPU), then ``vlcomp_dev.bench.evaluate.run_family_benchmark`` on CUDA
+(items/s and peak GPU memory per family). Tiny random models
+(``vlcomp.models.tiny_models``); without a CUDA device only the CPU part runs.
 
     python tools/joint_gpu_check.py --out results/gpu_check/joint.json
 """
@@ -21,15 +21,17 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from vlcomp.evaluate.bench import run_family_benchmark  # noqa: E402
 from vlcomp.evaluate.embed import ImageRef, embed_image_refs, embed_texts  # noqa: E402
-from vlcomp.evaluate.joint_scoring import is_pair_scorer, score_pairs  # noqa: E402
-from vlcomp.evaluate.models import ModelSpec, load_model  # noqa: E402
-from vlcomp.evaluate.tiny_models import (  # noqa: E402
+from vlcomp.evaluate.joint_scoring import score_pairs
+from vlcomp.models.catalogue import ModelSpec  # noqa: E402
+from vlcomp.models.joint import is_pair_scorer  # noqa: E402
+from vlcomp.models.loading import load_model
+from vlcomp.models.tiny_models import (  # noqa: E402
     save_tiny_blip_itm,
     save_tiny_clip,
     save_tiny_llava,
 )
+from vlcomp_dev.bench.evaluate import run_family_benchmark  # noqa: E402
 
 TEXTS = ["a red circle left of a blue square", "a blue circle", "two stars above a heart"]
 

@@ -14,7 +14,6 @@ from typing import Any
 import jsonschema
 import yaml
 
-from vlcomp.evaluate.hf_models import TransformersSource, source_problem
 from vlcomp.importers.registry import (
     CANDIDATES,
     IMAGE_SELECTION,
@@ -23,6 +22,7 @@ from vlcomp.importers.registry import (
     formats_of,
 )
 from vlcomp.importers.registry import FORMATS as IMPORTED_FORMATS
+from vlcomp.models.hf_models import TransformersSource, source_problem
 
 
 class ConfigError(ValueError):

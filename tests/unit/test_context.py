@@ -17,14 +17,12 @@ import pytest
 
 from tests.conftest import REPO
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA
-from vlcomp.negatives.context import (
+from vlcomp.models.catalogue import (
     DEFAULT_CONTEXT_LENGTH,
-    ContextCheck,
     context_length_of,
-    context_reason,
-    identical_negatives,
     resolve_context_length,
 )
+from vlcomp.negatives.context import ContextCheck, context_reason, identical_negatives
 from vlcomp.negatives.jobs import pairs_job
 from vlcomp.negatives.pairs import template_pairs
 from vlcomp.negatives.productivity_graph import Walk, scene_graph_from_vg
@@ -40,7 +38,7 @@ CLIP = {"clip": {"open_clip": "ViT-B-32-quickgelu", "pretrained": "openai"}}
 
 def test_auto_is_the_smallest_context_among_the_evaluated_text_towers() -> None:
     models = {**WORLD, **CLIP}
-    assert context_length_of("vlcomp-world-rn") == 32  # ours (evaluate/model_configs)
+    assert context_length_of("vlcomp-world-rn") == 32  # ours (models/model_configs)
     assert context_length_of("ViT-B-32-quickgelu") == 77  # open_clip's
     assert resolve_context_length("auto", models, ["clip"]) == 77
     assert resolve_context_length("auto", models, ["clip", "w"]) == 32
@@ -64,7 +62,7 @@ def test_a_local_dir_config_and_an_unknown_architecture(tmp_path: Path) -> None:
 def test_the_workflow_resolves_it_without_importing_torch() -> None:
     code = (
         "import sys, yaml\n"
-        "from vlcomp.negatives.context import resolve_context_length\n"
+        "from vlcomp.models.catalogue import resolve_context_length\n"
         "c = yaml.safe_load(open('config/config.yaml'))\n"
         "print(resolve_context_length('auto', c['models'], c['evaluate']['models']))\n"
         "print(sorted(m for m in ('torch', 'open_clip') if m in sys.modules))\n"

@@ -12,9 +12,9 @@ import pytest
 
 from vlcomp.contracts import GRAPHS_SCHEMA
 from vlcomp.counts import counts as counts_module
-from vlcomp.counts.bench import python_loop_counts
 from vlcomp.counts.counts import count_shard, merge_counts, read_counts, read_totals
 from vlcomp.counts.units import GRAPH_COLUMNS, graph_units
+from vlcomp_dev.bench.counts import python_loop_counts
 
 NOUNS = ["dog", "Dogs", "glasses", "Glass", "tennis balls", "man", "men", " cat ", "box", None]
 ATTRS = ["red", "Red ", "big", "small", "wooden", "dark  blue", None, ""]

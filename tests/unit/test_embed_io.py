@@ -5,8 +5,9 @@ import torch
 from PIL import Image
 
 from vlcomp.evaluate.embed import EmbeddingCache, embed_images, embed_texts
-from vlcomp.evaluate.models import ModelSpec, load_model
 from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model
 
 
 @pytest.fixture(scope="module")

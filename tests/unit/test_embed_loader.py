@@ -23,13 +23,9 @@ from vlcomp.evaluate.embed import (
     model_metadata,
     open_model,
 )
-from vlcomp.evaluate.models import (
-    LoadedModel,
-    ModelSpec,
-    PrecisionError,
-    load_model,
-    resolve_precision,
-)
+from vlcomp.models.catalogue import ModelSpec, PrecisionError
+from vlcomp.models.loading import load_model
+from vlcomp.models.parts import LoadedModel, resolve_precision
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -198,7 +194,8 @@ SCRIPT = """
 import json, sys
 sys.path.insert(0, snakemake.params.src)
 from vlcomp.evaluate.embed import ImageRef, embed_image_refs
-from vlcomp.evaluate.models import ModelSpec, load_model
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model
 
 spec = ModelSpec("w", "vlcomp-world-vit", checkpoint=snakemake.params.checkpoint)
 loaded = load_model(spec, "cpu")

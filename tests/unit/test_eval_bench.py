@@ -7,8 +7,8 @@ import polars as pl
 import pytest
 from PIL import Image
 
-from vlcomp.evaluate.bench import make_bench_data, run_benchmark
-from vlcomp.evaluate.precision_check import (
+from vlcomp_dev.bench.evaluate import make_bench_data, run_benchmark
+from vlcomp_dev.precision_check import (
     Run,
     check,
     compare,

@@ -19,8 +19,9 @@ from vlcomp.evaluate.embed import (
 )
 from vlcomp.evaluate.jobs import evaluate_benchmark_job, retrieval_job
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, RANKS_SCHEMA
-from vlcomp.evaluate.models import ModelSpec, load_model
 from vlcomp.evaluate.retrieval_sets import SET_PREDICTIONS_SCHEMA
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model
 
 COLOURS = {"red": (220, 30, 30), "green": (30, 180, 60), "blue": (40, 60, 220),
            "yellow": (230, 210, 30)}  # fmt: skip

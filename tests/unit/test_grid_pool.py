@@ -4,8 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, create_open_clip, load_model
-from vlcomp.evaluate.towers import GRID_POOL_ARCHITECTURES, GridPool
+from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
+from vlcomp.models.loading import create_open_clip, load_model
+from vlcomp.models.towers import GRID_POOL_ARCHITECTURES, GridPool
 
 ARCH = "vlcomp-world-rn-grid"
 

@@ -42,8 +42,10 @@ from PIL import Image
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
 from vlcomp.evaluate.embed import ImageRef, embed_image_refs, embed_texts, model_metadata
-from vlcomp.evaluate.hf_models import transformers_context_length
-from vlcomp.evaluate.models import LoadedModel, ModelSpec, load_model
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.hf_models import transformers_context_length
+from vlcomp.models.loading import load_model
+from vlcomp.models.parts import LoadedModel
 
 WIDTH, LAYERS, HEADS, EMBED, IMAGE, PATCH = 32, 2, 2, 16, 32, 8
 SIGLIP_CONTEXT = 64
@@ -487,7 +489,7 @@ def test_naflex_images_keep_their_aspect_ratio(family):
     (``pack_patches``): each image keeps its own patch grid and mask."""
     from transformers import AutoImageProcessor
 
-    from vlcomp.evaluate.models import unpack_patches
+    from vlcomp.models.dual_encoder import unpack_patches
 
     processor = AutoImageProcessor.from_pretrained(family.folder, local_files_only=True)
     grids = []
@@ -612,7 +614,7 @@ def test_hub_siglip_with_a_bad_spiece_model_fails_naming_the_entry(
     partial download) fails in the load, naming the model entry, the folder and why."""
     import shutil
 
-    from vlcomp.evaluate.models import ModelUnavailableError
+    from vlcomp.models.catalogue import ModelUnavailableError
 
     folder = tmp_path / f"{damage}-siglip"
     shutil.copytree(family.folder, folder)

@@ -1,6 +1,6 @@
 """transformers models that score (image, text) pairs jointly: a tiny random BLIP ITM
 (``matching_head``) and a tiny random LLaVA (``vqascore``), saved with ``save_pretrained``
-(real tokenizer and processor files, ``vlcomp.evaluate.tiny_models``) and loaded through the
+(real tokenizer and processor files, ``vlcomp.models.tiny_models``) and loaded through the
 config path, must score a pair as a direct transformers forward pass does; the ITC -> ITM
 rerank with k = all is exhaustive ITM; scores repeat; the evaluation jobs write the same
 tables as for embedding models."""
@@ -27,17 +27,13 @@ from vlcomp.evaluate.embed import (
     model_metadata,
 )
 from vlcomp.evaluate.jobs import evaluate_benchmark_job, evaluate_two_image_job, retrieval_job
-from vlcomp.evaluate.joint_scoring import (
-    pair_cache,
-    rerank_ranks,
-    retrieval_ranks,
-    score_pairs,
-)
+from vlcomp.evaluate.joint_scoring import pair_cache, rerank_ranks, retrieval_ranks, score_pairs
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, RANKS_SCHEMA, pessimistic_rank
-from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, check_available, load_model
 from vlcomp.evaluate.retrieval_sets import SET_PREDICTIONS_SCHEMA
-from vlcomp.evaluate.tiny_models import save_tiny_blip_itm, save_tiny_llava
 from vlcomp.evaluate.two_image import TWO_IMAGE_PREDICTIONS_SCHEMA
+from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
+from vlcomp.models.loading import check_available, load_model
+from vlcomp.models.tiny_models import save_tiny_blip_itm, save_tiny_llava
 
 data = test_evaluate_jobs.data  # a fixture: images 0-3 ok, 4 missing, 5 not an image
 TEXTS = [
@@ -381,8 +377,8 @@ def test_benchmark_retrieval_and_two_image_jobs_with_a_matching_head(data, folde
 def test_family_benchmark_counts_forward_passes(tmp_path, capsys):
     """Every family runs through the same path; a set of K candidates costs K pair passes
     (and one vision pass for the matching head). Rates are printed, not asserted."""
-    from vlcomp.evaluate.bench import run_family_benchmark
-    from vlcomp.report.benchmarks import model_families_section
+    from vlcomp_dev.bench.evaluate import run_family_benchmark
+    from vlcomp_dev.bench.report import model_families_section
 
     lines: list[str] = []
     result = run_family_benchmark(n_items=6, negatives=2, repeats=1, data_dir=tmp_path,

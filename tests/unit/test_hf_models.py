@@ -28,13 +28,8 @@ from vlcomp.evaluate.embed import (
     model_metadata,
 )
 from vlcomp.evaluate.jobs import token_ids
-from vlcomp.evaluate.models import (
-    ModelSpec,
-    ModelUnavailableError,
-    check_available,
-    load_model,
-)
-from vlcomp.negatives.context import resolve_context_length
+from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError, resolve_context_length
+from vlcomp.models.loading import check_available, load_model
 
 ARCH = "vlcomp-test-tiny-clip"
 WIDTH, LAYERS, HEADS, EMBED, IMAGE, PATCH = 32, 2, 2, 16, 32, 8
@@ -74,7 +69,7 @@ def register_open_clip_config(folder: Path) -> None:
 def write_clip_tokenizer_files(folder: Path) -> tuple[Path, Path]:
     """vocab.json + merges.txt of CLIP's BPE, built from the file open_clip ships as its
     ``SimpleTokenizer`` builds its vocabulary."""
-    from vlcomp.evaluate.tiny_models import clip_bpe
+    from vlcomp.models.tiny_models import clip_bpe
 
     vocab, merges = clip_bpe()
     folder.mkdir(parents=True, exist_ok=True)

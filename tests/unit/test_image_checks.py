@@ -164,8 +164,8 @@ def test_checks_without_a_cache_keep_nothing(tmp_path):
 
 
 def test_benchmark_times_every_path_and_reports_them(photos, tmp_path):
-    from vlcomp.report.benchmarks import image_index_section
-    from vlcomp.splits.bench import PATHS, run_benchmark
+    from vlcomp_dev.bench.report import image_index_section
+    from vlcomp_dev.bench.splits import PATHS, run_benchmark
 
     made = run_benchmark(n_images=5, threads=2, repeats=1, log=lambda _: None)
     assert made["images"] == 5 and set(made["ms_per_image"]) == set(PATHS)

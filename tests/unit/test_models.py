@@ -1,7 +1,8 @@
 import pytest
 import torch
 
-from vlcomp.evaluate.models import ModelSpec, ModelUnavailableError, check_available, load_model
+from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
+from vlcomp.models.loading import check_available, load_model
 
 
 def test_pretrained_weights_missing_offline_fail_fast_with_advice(network_attempts):

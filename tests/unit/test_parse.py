@@ -27,7 +27,6 @@ from vlcomp.parse import (
     ud_to_tokens,
     world_predicate_map,
 )
-from vlcomp.parse.bench import throughput
 from vlcomp.parse.jobs import parse_captions
 from vlcomp.parse.quality import (
     QUALITY_SCHEMA,
@@ -38,6 +37,7 @@ from vlcomp.parse.quality import (
     score,
 )
 from vlcomp.parse.tokens import is_headline_case, prepare, truncate
+from vlcomp_dev.bench.parse import throughput
 
 FACTUAL_DEV = SHARED / "data" / "factual_sg" / "dev.csv"
 needs_factual = needs_shared(FACTUAL_DEV)

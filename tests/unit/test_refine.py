@@ -487,12 +487,12 @@ def test_each_cell_keeps_the_size_of_the_smaller_of_it_and_its_mirror():
 
 
 def test_job_entry_points_connect_files(tmp_path):
-    from vlcomp.refine.jobs import blind_stage, import_stage, prior_stage, refine_stage, score_stage
+    from vlcomp.refine.jobs import blind_stage, prior_stage, refine_stage
 
-    cands, rejected = tmp_path / "cands.parquet", tmp_path / "rejected.parquet"
-    import_stage("sugarcrepe", [FIXTURES / "sugarcrepe" / "unrefined"], cands, rejected)
-    scores = tmp_path / "scores.parquet"
-    score_stage(cands, [HashScorer("h1"), HashScorer("h2")], scores, tmp_path / "cache.parquet")
+    cands, scores = tmp_path / "cands.parquet", tmp_path / "scores.parquet"
+    imported = read_sugarcrepe_dir(FIXTURES / "sugarcrepe" / "unrefined").candidates
+    imported.write_parquet(cands)
+    score_candidates(imported, [HashScorer("h1"), HashScorer("h2")]).write_parquet(scores)
     blind_stage(cands, scores, tmp_path / "blind.parquet")
     out = {k: tmp_path / f"{k}.parquet" for k in ["items", "refined", "counts", "accuracy"]}
     refine_stage(
@@ -521,7 +521,7 @@ def test_job_entry_points_connect_files(tmp_path):
 def saved_figure_texts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The texts (axes texts, whitespace collapsed) of every figure the refine stage saves."""
     import vlcomp.refine.figures as refine_figures
-    from vlcomp.report.figures import save_figure
+    from vlcomp.figure_files import save_figure
 
     texts: list[str] = []
 
@@ -651,7 +651,7 @@ def test_auto_bins_scale_with_the_items():
 def figure_words(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Titles, axes texts and figure texts of every figure the refine stage saves."""
     import vlcomp.refine.figures as refine_figures
-    from vlcomp.report.figures import save_figure
+    from vlcomp.figure_files import save_figure
 
     words: list[str] = []
 

@@ -10,11 +10,11 @@ import pytest
 
 from vlcomp.contracts import ITEMS_KEY, REJECTED_SCHEMA
 from vlcomp.evaluate.jobs import collect_metrics
+from vlcomp.figure_files import save_figure
 from vlcomp.io import write_parquet
 from vlcomp.report.accounting import benchmark_items
-from vlcomp.report.figures import save_figure
 from vlcomp.report.figures_crepe import metrics_markdown, plot_split_accuracy
-from vlcomp.report.plots import plot_benchmark
+from vlcomp.report.jobs import plot_benchmark
 
 
 def table(rows: list[tuple], path: Path) -> Path:
@@ -271,8 +271,9 @@ def inside(inner, outer, slack: float = 1.0) -> bool:
 def test_pair_figure_wraps_labels_every_bar_and_tells_missing_from_zero(tmp_path):
     """Four models x four splits x four types: a grid, a label per bar inside its axes, one
     legend outside them, a missing cell hatched and a zero one labelled 0.00."""
+    from vlcomp.figure_files import DPI
     from vlcomp.report.figures import pair_accuracy_figure
-    from vlcomp.report.plots import DPI, MAX_COLUMNS, MAX_WIDTH_PX, VALUE_LABEL, value_labels
+    from vlcomp.report.plots import MAX_COLUMNS, MAX_WIDTH_PX, VALUE_LABEL, value_labels
 
     fig = pair_accuracy_figure(
         pairs_table(missing=("m2", "unseen", "replace_rel"), zero=("m3", "mixed", "swap_att"))

@@ -13,7 +13,6 @@ from vlcomp.evaluate.embed import (
     image_key,
 )
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
-from vlcomp.evaluate.models import ModelSpec, load_model
 from vlcomp.evaluate.retrieval_sets import (
     SET_METRIC_SCHEMA,
     attach_splits,
@@ -21,6 +20,8 @@ from vlcomp.evaluate.retrieval_sets import (
     set_metric_table,
     split_keys,
 )
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model
 
 SetEvalSettings = EvalSettings
 

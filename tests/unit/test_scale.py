@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from vlcomp.config import validate_config
-from vlcomp.scale import STAGES, extrapolate, scale_config, stage_numbers
+from vlcomp_dev.scale import STAGES, extrapolate, scale_config, stage_numbers
 
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 

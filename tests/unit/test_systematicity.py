@@ -13,11 +13,9 @@ import pytest
 
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, GRAPHS_SCHEMA
 from vlcomp.counts import count_shard, merge_counts, read_counts, read_totals
-from vlcomp.counts.bench import benchmark_counting
 from vlcomp.io import read_parquet_metadata
 from vlcomp.splits import (
     ASSIGNMENTS_SCHEMA,
-    BUCKETS,
     SUMMARY_SCHEMA,
     assign,
     assign_splits,
@@ -29,8 +27,10 @@ from vlcomp.splits import (
     graph_bindings,
     normalize_binding,
 )
+from vlcomp.vocabulary import BUCKETS
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set, write_manifest
 from vlcomp.world.groundtruth import check_world_splits, items_from_truth
+from vlcomp_dev.bench.counts import benchmark_counting
 
 Obj = tuple[int, str | None, str | None]
 Attr = tuple[int, str]

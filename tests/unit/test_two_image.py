@@ -19,8 +19,7 @@ from vlcomp.evaluate.embed import (
     embed_texts,
 )
 from vlcomp.evaluate.jobs import evaluate_sugarcrepe_pp_job, evaluate_two_image_job
-from vlcomp.evaluate.metrics import METRIC_SCHEMA, TIE_POLICY, EvalSettings
-from vlcomp.evaluate.models import ModelSpec, load_model
+from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
 from vlcomp.evaluate.two_image import (
     SUGARCREPE_PP_CHANCE,
     SUGARCREPE_PP_PREDICTIONS_SCHEMA,
@@ -35,6 +34,9 @@ from vlcomp.evaluate.two_image import (
     two_image_predictions,
     winoground_correct,
 )
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model
+from vlcomp.vocabulary import TIE_POLICY
 
 # similarity[i, j] = s(caption_i, image_j)
 MATRICES = {

@@ -1,6 +1,6 @@
 """Precision of the LLM pair validator (vlcomp.negatives.llm.validate.PairValidator) on the
 hand-labelled fixture tests/fixtures/validator/pairs.jsonl (see its README), the
-measurement module (vlcomp.negatives.llm.precision), and one case per new check."""
+measurement module (vlcomp_dev.llm_precision), and one case per new check."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from vlcomp.negatives.llm import precision
 from vlcomp.negatives.llm.sugarcrepe import FAMILY_TARGETS
 from vlcomp.negatives.llm.validate import (
     AGREEMENT,
@@ -29,6 +28,7 @@ from vlcomp.negatives.llm.validate import (
     framing,
     graph_reason,
 )
+from vlcomp_dev import llm_precision
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "validator" / "pairs.jsonl"
 MAX_FALSE_ACCEPTS = 0.02
@@ -57,12 +57,12 @@ SPECIFIC = {
 
 @pytest.fixture(scope="module")
 def validator() -> PairValidator:
-    return precision.default_validator()
+    return llm_precision.default_validator()
 
 
 @pytest.fixture(scope="module")
 def matrix(validator: PairValidator) -> pl.DataFrame:
-    return precision.measure(FIXTURE, validator)
+    return llm_precision.measure(FIXTURE, validator)
 
 
 def reason(validator: PairValidator, family: str, target: str, pos: str, neg: str) -> str | None:
@@ -74,7 +74,7 @@ def reason(validator: PairValidator, family: str, target: str, pos: str, neg: st
 
 
 def test_fixture_covers_every_family_and_category() -> None:
-    rows = precision.load_labelled(FIXTURE)
+    rows = llm_precision.load_labelled(FIXTURE)
     assert rows.height >= 240
     assert rows.select("positive", "negative", "family", "target").is_duplicated().sum() == 0
     for family, target in FAMILY_TARGETS:
@@ -87,7 +87,7 @@ def test_fixture_covers_every_family_and_category() -> None:
 
 
 def test_validator_meets_the_precision_targets(matrix: pl.DataFrame) -> None:
-    families = precision.by_family(matrix)
+    families = llm_precision.by_family(matrix)
     overall = families.filter(pl.col("task") == "all").row(0, named=True)
     assert overall["valid_n"] + overall["invalid_n"] == matrix["n"].sum()
     assert overall["fa_rate"] <= MAX_FALSE_ACCEPTS, overall
@@ -95,7 +95,7 @@ def test_validator_meets_the_precision_targets(matrix: pl.DataFrame) -> None:
     for row in families.iter_rows(named=True):
         assert row["fa_rate"] <= MAX_FALSE_ACCEPTS, row
         assert row["fr_rate"] <= MAX_FALSE_REJECTS, row
-    for row in precision.by_category(matrix).iter_rows(named=True):
+    for row in llm_precision.by_category(matrix).iter_rows(named=True):
         assert row["fa_rate"] <= MAX_FALSE_ACCEPTS, row
 
 
@@ -118,13 +118,13 @@ def test_confusion_counts_add_up(validator: PairValidator, tmp_path: Path) -> No
         )
         + "\n"
     )  # fmt: skip
-    judged = precision.judge(precision.load_labelled(path), validator)
+    judged = llm_precision.judge(llm_precision.load_labelled(path), validator)
     assert judged["accepted"].to_list() == [True, False, False, True]
-    matrix = precision.confusion(judged)
+    matrix = llm_precision.confusion(judged)
     valid = matrix.filter(pl.col("category") == "valid").row(0, named=True)
     assert (valid["n"], valid["accepted"], valid["false_rejects"]) == (2, 1, 1)
     assert matrix["false_accepts"].sum() == 1
-    table = precision.by_family(matrix).row(0, named=True)
+    table = llm_precision.by_family(matrix).row(0, named=True)
     assert table["fr_rate"] == 0.5 and table["fa_rate"] == 0.5
 
 
@@ -137,7 +137,7 @@ def test_command_prints_the_tables(tmp_path: Path, capsys) -> None:
         )
         + "\n"
     )  # fmt: skip
-    assert precision.main([str(path)]) == 0
+    assert llm_precision.main([str(path)]) == 0
     out = capsys.readouterr().out
     assert "replace_obj" in out and "false_accepts" in out and "synonym" in out
 
@@ -168,15 +168,15 @@ def test_bad_rows_name_file_line_and_reason(tmp_path: Path, line: str, message: 
     path = tmp_path / "pairs.jsonl"
     path.write_text(json.dumps(good) + "\n" + line + "\n")
     with pytest.raises(ValueError, match=message):
-        precision.load_labelled(path)
+        llm_precision.load_labelled(path)
 
 
 def test_missing_or_empty_file_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="nothing.jsonl"):
-        precision.load_labelled(tmp_path / "nothing.jsonl")
+        llm_precision.load_labelled(tmp_path / "nothing.jsonl")
     (tmp_path / "empty.jsonl").write_text("\n")
     with pytest.raises(ValueError, match="empty.jsonl: no labelled rows"):
-        precision.load_labelled(tmp_path / "empty.jsonl")
+        llm_precision.load_labelled(tmp_path / "empty.jsonl")
 
 
 # ----------------------------------------------------------------- the checks

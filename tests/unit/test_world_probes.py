@@ -230,7 +230,7 @@ def test_probes_job_end_to_end_on_rendered_scenes(tmp_path):
     import open_clip
     import torch
 
-    from vlcomp.evaluate import models as _models  # noqa: F401  (registers world configs)
+    from vlcomp.models import loading  # noqa: F401  (registers world configs)
     from vlcomp.world.probes import image_features, probes_job
     from vlcomp.world.render import write_png
     from vlcomp.world.scenes import Scene, SceneObject

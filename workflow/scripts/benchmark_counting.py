@@ -5,9 +5,9 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 import tempfile
 from pathlib import Path
 
-from vlcomp.counts.bench import benchmark_counting
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
+from vlcomp_dev.bench.counts import benchmark_counting
 
 with job_log(snakemake.log[0]) as log, tempfile.TemporaryDirectory() as work:
     result = benchmark_counting(Path(snakemake.input[0]), Path(work), snakemake.params.rows)

@@ -2,12 +2,12 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.evaluate.bench import run_benchmark
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
+from vlcomp_dev.bench.evaluate import run_benchmark
 
 # Small on purpose (seconds on 2 CPU cores): the tiny world model, 60 crops of 20 JPEGs.
-# ViT-B-32, a GPU, other precisions: python -m vlcomp.evaluate.bench --help.
+# ViT-B-32, a GPU, other precisions: python -m vlcomp_dev.bench.evaluate --help.
 SETTINGS = {
     "model": "vlcomp-world-vit",
     "n_items": 60,

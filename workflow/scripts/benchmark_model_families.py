@@ -2,9 +2,9 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.evaluate.bench import run_family_benchmark
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
+from vlcomp_dev.bench.evaluate import run_family_benchmark
 
 # Tiny random models (seconds on one CPU thread): 24 crops of 8 JPEGs, 5 candidates each.
 SETTINGS = {"n_items": 24, "negatives": 4, "device": "cpu", "threads": 1, "repeats": 3}

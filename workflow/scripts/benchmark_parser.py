@@ -8,7 +8,7 @@ import polars as pl
 
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
-from vlcomp.parse.bench import throughput
+from vlcomp_dev.bench.parse import throughput
 
 with job_log(snakemake.log[0]) as log:
     texts = pl.concat(pl.read_parquet(p, columns=["text"]) for p in snakemake.input.captions)

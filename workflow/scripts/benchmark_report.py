@@ -5,7 +5,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 from pathlib import Path
 
 from vlcomp.joblog import job_log
-from vlcomp.report.benchmarks import write_report
+from vlcomp_dev.bench.report import write_report
 
 with job_log(snakemake.log[0]) as log:
     results = {Path(p).stem: Path(p) for p in snakemake.input}

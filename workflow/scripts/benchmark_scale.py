@@ -6,7 +6,7 @@ from pathlib import Path
 
 from vlcomp.io import write_json
 from vlcomp.joblog import job_log
-from vlcomp.scale import run_scale
+from vlcomp_dev.scale import run_scale
 
 with job_log(snakemake.log[0]) as log:
     if not snakemake.params.corpora:

@@ -5,7 +5,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 from pathlib import Path
 
 from vlcomp.joblog import job_log
-from vlcomp.scorers.bench import main
+from vlcomp_dev.bench.scorers import main
 
 with job_log(snakemake.log[0]):
     sugarcrepe = sorted(Path(snakemake.input.sugarcrepe, "unrefined").glob("*.json"))

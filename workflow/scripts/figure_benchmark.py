@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.report.plots import plot_benchmark
+from vlcomp.report.jobs import plot_benchmark
 
 with job_log(snakemake.log[0]) as log:
     plot_benchmark(

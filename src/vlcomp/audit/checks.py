@@ -46,18 +46,19 @@ from vlcomp.refine.blind import TiePolicy, blind_accuracy
 from vlcomp.refine.candidates import ITEM_KEY, check_items
 from vlcomp.refine.scores import scorer_names, with_text_keys
 from vlcomp.refine.words import words
-from vlcomp.splits.assign import (
+from vlcomp.splits.assign import assign
+from vlcomp.vocabulary import (
+    ALL,
     BINDSPLIT_SPLITS,
     BUCKETS,
     LABELS,
+    MACRO,
     NO_BINDING,
     RULES,
     SEEN,
-    assign,
+    negative_type,
 )
 
-ALL = "all"
-MACRO = "macro"
 SIDES: dict[str, str] = {"positive": "pos_", "negative": "neg_", "sample": ""}
 COMPOSITION: tuple[str, ...] = (*BINDSPLIT_SPLITS, NO_BINDING)
 BINDING_RULES: dict[str, str] = {
@@ -172,13 +173,8 @@ REFERENCE_SCHEMA: dict[str, pl.DataType] = {
 
 
 def type_expr() -> pl.Expr:
-    """``family_target``, or ``family`` alone when the target is null."""
-    return (
-        pl.when(pl.col("target").is_null())
-        .then(pl.col("family"))
-        .otherwise(pl.concat_str("family", "target", separator="_"))
-        .alias("type")
-    )
+    """The negative type (``family_target``) as column ``type``."""
+    return negative_type(pl.col("family"), pl.col("target")).alias("type")
 
 
 def type_order(types: Sequence[str]) -> list[str]:

@@ -15,8 +15,8 @@ import numpy as np
 import polars as pl
 
 from vlcomp.audit.checks import COMPOSITION, MACRO, PAIRED, RULE_TEXT, VariantInfo, type_order
-from vlcomp.report.figures import SPLIT_COLOURS, plt, save_figure
-from vlcomp.splits.assign import RULES
+from vlcomp.figure_files import SPLIT_COLOURS, plt, save_figure
+from vlcomp.vocabulary import RULES
 
 SCORER_COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3"]
 SIDE_COLOURS = {"positive": "#1b9e77", "negative": "#d95f02"}

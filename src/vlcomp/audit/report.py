@@ -219,7 +219,7 @@ def _how_to_read(tables: Any, ref: str, ties_text: str) -> list[str]:
 
 def _definitions(ref: str, min_count: int) -> list[str]:
     from vlcomp.audit.checks import EXCLUSIONS, PAIRED, RULE_TEXT
-    from vlcomp.splits.assign import BUCKETS
+    from vlcomp.vocabulary import BUCKETS
 
     times = "one caption" if min_count == 1 else f"{min_count} captions"
     exclusions = "; ".join(f"`{name}`: {why}" for name, why in EXCLUSIONS.items())

@@ -38,10 +38,10 @@ import polars as pl
 from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.evaluate.stats import split_order
 from vlcomp.io import write_parquet, write_with
+from vlcomp.vocabulary import REFERENCE_SPLITS
 
 Log = Callable[[str], None]
 
-REFERENCE_SPLITS = ("SC", "seen", "held_in")
 MATCHINGS = ("none", "objects", "attributes", "twins")
 # Matched image pairs: an image and its counterpart (image ids as in the eval items).
 PAIRS_SCHEMA: dict[str, pl.DataType] = {"image_id": pl.String, "twin_image_id": pl.String}

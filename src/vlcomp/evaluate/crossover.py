@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vlcomp.evaluate.metrics import NO_SPLIT, EvalSettings, cell_rng, percentile_interval
+from vlcomp.evaluate.metrics import EvalSettings, cell_rng, percentile_interval
 from vlcomp.evaluate.stats import (
     ALL,
     PAIR_KEYS,
@@ -41,6 +41,7 @@ from vlcomp.evaluate.stats import (
     split_family_cells,
 )
 from vlcomp.io import write_parquet
+from vlcomp.vocabulary import NO_SPLIT
 
 Log = Callable[[str], None]
 

@@ -41,8 +41,10 @@ import torch
 from PIL import Image
 from tqdm import tqdm
 
-from vlcomp.evaluate.models import LoadedModel, ModelSpec, load_model, provenance
 from vlcomp.io import write_parquet
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import load_model, provenance
+from vlcomp.models.parts import LoadedModel
 
 Log = Callable[[str], None]
 Box = tuple[int, int, int, int]  # x, y, width, height in pixels

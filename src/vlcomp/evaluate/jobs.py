@@ -27,7 +27,7 @@ from vlcomp.evaluate.embed import (
     read_image_index,
     text_key,
 )
-from vlcomp.evaluate.joint_scoring import is_pair_scorer, pair_retrieval_ranks
+from vlcomp.evaluate.joint_scoring import pair_retrieval_ranks
 from vlcomp.evaluate.metrics import (
     EvalSettings,
     add_flag_counts,
@@ -35,7 +35,6 @@ from vlcomp.evaluate.metrics import (
     retrieval_table,
     set_flags,
 )
-from vlcomp.evaluate.models import provenance
 from vlcomp.evaluate.retrieval_sets import (
     SET_PREDICTIONS_SCHEMA,
     attach_splits,
@@ -46,6 +45,8 @@ from vlcomp.evaluate.retrieval_sets import (
     split_keys,
 )
 from vlcomp.io import write_parquet, write_with
+from vlcomp.models.joint import is_pair_scorer
+from vlcomp.models.loading import provenance
 from vlcomp.negatives.context import (
     sets_decided_by_text,
     sets_keyed_by_merges,

@@ -34,11 +34,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-TIE_POLICY = "tie_counts_as_wrong"
-ALL = "all"
-CHANCE = "chance"
-NO_SPLIT = "no_split"  # an item a splits table gives no split
-NOT_IN_SPLITS = "not_in_splits"  # an item a splits table lacks
+from vlcomp.vocabulary import ALL, CHANCE, TIE_POLICY, negative_type
 
 METRIC_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,  # "chance": expectation under a random ranking
@@ -279,8 +275,6 @@ def set_flags(scores: pl.DataFrame, tokens: Mapping[str, Hashable]) -> pl.DataFr
     ``scores``: ``retrieval_sets.SCORES_SCHEMA`` rows; ``tokens``: text_key -> the text's
     token ids under the model's tokenizer and context (anything hashable), for every
     text_key of ``scores``."""
-    from vlcomp.evaluate.retrieval_sets import negative_type
-
     item = ["model", "benchmark", "item_id"]
     columns = [*item, "family", "flag_ids", "is_positive", "similarity"]
     if not scores.height:

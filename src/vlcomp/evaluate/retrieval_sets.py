@@ -45,14 +45,9 @@ from vlcomp.evaluate.embed import (
     embed_texts,
     text_key,
 )
-from vlcomp.evaluate.joint_scoring import is_pair_scorer, pair_cache, score_pairs
+from vlcomp.evaluate.joint_scoring import pair_cache, score_pairs
 from vlcomp.evaluate.metrics import (
-    ALL,
-    CHANCE,
     METRIC_SCHEMA,
-    NO_SPLIT,
-    NOT_IN_SPLITS,
-    TIE_POLICY,
     EvalSettings,
     bootstrap_means,
     cell_rng,
@@ -63,8 +58,19 @@ from vlcomp.evaluate.metrics import (
     pessimistic_rank,
     split_order,
 )
-from vlcomp.evaluate.models import LoadedModel
-from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND, RULES
+from vlcomp.models.joint import is_pair_scorer
+from vlcomp.models.parts import LoadedModel
+from vlcomp.vocabulary import (
+    ALL,
+    CHANCE,
+    NO_BINDING,
+    NO_COMPOUND,
+    NO_SPLIT,
+    NOT_IN_SPLITS,
+    RULES,
+    TIE_POLICY,
+    negative_type,
+)
 
 Log = Callable[[str], None]
 
@@ -302,15 +308,6 @@ def _pair_similarity(
 
 
 # --------------------------------------------------------------------------- ranking
-
-
-def negative_type(family: pl.Expr, target: pl.Expr) -> pl.Expr:
-    """``family_target`` (``family`` alone when the target is null)."""
-    return (
-        pl.when(target.is_null())
-        .then(family)
-        .otherwise(pl.concat_str(family, target, separator="_"))
-    )
 
 
 def rank_sets(scores: pl.DataFrame) -> pl.DataFrame:

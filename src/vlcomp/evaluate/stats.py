@@ -36,19 +36,16 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom
 
-from vlcomp.evaluate.metrics import NO_SPLIT
 from vlcomp.io import write_parquet
+from vlcomp.vocabulary import ALL, NO_SPLIT, SPLIT_ORDER
 
 Log = Callable[[str], None]
 
 # An item is identified within its benchmark and part (e.g. the training corpus of a CREPE
 # systematicity set); predictions without parts count as one part.
 PAIR_KEYS = ("benchmark", "part", "item_id", "family")
-ALL = "all"
 TEST_NAME = "mcnemar_midp"
 
-# Canonical split order; other split names follow alphabetically.
-SPLIT_ORDER = ("SC", "UC", "UA", "seen", "mixed", "unseen", "held_in", "held_out")
 
 SIGNIFICANCE_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,

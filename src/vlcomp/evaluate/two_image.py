@@ -49,16 +49,16 @@ from vlcomp.evaluate.embed import (
     embed_texts,
     text_key,
 )
-from vlcomp.evaluate.joint_scoring import is_pair_scorer, score_grid
+from vlcomp.evaluate.joint_scoring import score_grid
 from vlcomp.evaluate.metrics import (
-    ALL,
     EvalSettings,
     metric_frame,
     metric_rows,
     split_order,
 )
-from vlcomp.evaluate.models import LoadedModel
-from vlcomp.evaluate.retrieval_sets import negative_type
+from vlcomp.models.joint import is_pair_scorer
+from vlcomp.models.parts import LoadedModel
+from vlcomp.vocabulary import ALL, UNLABELLED, negative_type
 
 Log = Callable[[str], None]
 Progress = Callable[[str], Callable[[int, int], None] | None]
@@ -83,7 +83,6 @@ SUGARCREPE_PP_CHANCE: dict[str, float] = {
 # Image selection: one comparison of two exchangeable similarities.
 IMAGE_SELECTION_CHANCE: dict[str, float] = {"accuracy": 0.5}
 
-UNLABELLED = "unlabelled"  # the family of an item whose family is null
 
 TWO_IMAGE_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,

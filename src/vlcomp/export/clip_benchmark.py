@@ -6,8 +6,8 @@ Two commands::
         --dataset_root <export folder> --model <open_clip architecture> \\
         --pretrained <checkpoint file or pretrained tag> --no_amp
 
-registers the project's open_clip model configs (``vlcomp.evaluate.models`` registers
-``evaluate/model_configs``: the architectures the workflow trains) and then runs
+registers the project's open_clip model configs (``vlcomp.models.loading`` registers
+``models/model_configs``: the architectures the workflow trains) and then runs
 CLIP_benchmark's own command line (``clip_benchmark.cli.main``) in the same process with the
 arguments given; the stock ``clip_benchmark eval`` cannot build those architectures ("Model
 config for ... not found"). Any other CLIP_benchmark argument passes through unchanged.
@@ -60,11 +60,11 @@ PACKAGE = "clip-benchmark"
 
 
 def register_architectures() -> list[str]:
-    """Register the project's open_clip model configs (as ``vlcomp.evaluate.models`` does for
+    """Register the project's open_clip model configs (as ``vlcomp.models.loading`` does for
     its own use) and return their names."""
     import open_clip
 
-    from vlcomp.evaluate.models import MODEL_CONFIG_DIR  # importing it registers them
+    from vlcomp.models.catalogue import MODEL_CONFIG_DIR  # importing it registers them
 
     names = sorted(path.stem for path in MODEL_CONFIG_DIR.glob("*.json"))
     missing = [name for name in names if name not in open_clip.list_models()]
@@ -94,7 +94,7 @@ def run_eval(args: Sequence[str]) -> None:
         ) from error
     import torch
 
-    from vlcomp.evaluate.towers import GRID_POOL_ARCHITECTURES
+    from vlcomp.models.towers import GRID_POOL_ARCHITECTURES
 
     register_architectures()
     grid = sorted(GRID_POOL_ARCHITECTURES.intersection(args))

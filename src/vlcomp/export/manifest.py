@@ -239,7 +239,7 @@ def versions() -> dict[str, str]:
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
 
-    from vlcomp.evaluate.models import provenance
+    from vlcomp.models.loading import provenance
 
     out = dict(provenance())
     for package in ("polars", "pillow"):

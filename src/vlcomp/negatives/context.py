@@ -10,13 +10,8 @@ tokens") like their other rejections; where a set has other candidates, the next
 its place (CREPE systematicity), and an LLM negative is asked for again.
 
 N is ``negatives.context_length``: an integer, or ``auto``: the smallest context length
-among the text towers of ``evaluate.models`` (``resolve_context_length``), read from the
-open_clip model configs (JSON: ``text_cfg.context_length``; this package's own configs in
-``vlcomp/evaluate/model_configs`` first, then open_clip's) without importing open_clip or
-torch, so that the workflow can resolve it when it parses; for a transformers model
-(``models.<key>.transformers``), its config.json's ``text_config.max_position_embeddings``.
-A config that gives none, or a model whose config is not on this machine, counts as CLIP's
-77.
+among the text towers of ``evaluate.models``, which the workflow resolves when it parses
+(``vlcomp.models.catalogue.resolve_context_length``) and hands to the generating job.
 
 The check itself runs in the generating job, exactly as open_clip's ``SimpleTokenizer``
 (CLIP's BPE, which open_clip's CLIP-style towers use) at N tokens would decide it: from the
@@ -32,20 +27,14 @@ from __future__ import annotations
 
 import gzip
 import importlib.util
-import json
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from vlcomp.evaluate.hf_models import transformers_context_length
-
-AUTO = "auto"
-DEFAULT_CONTEXT_LENGTH = 77  # CLIP's (open_clip's default when a config gives none)
-PROJECT_MODEL_CONFIGS = Path(__file__).resolve().parents[1] / "evaluate" / "model_configs"
 LOCAL_DIR, HF_HUB = "local-dir:", "hf-hub:"
 
 Tokenizer = Callable[[list[str]], Any]  # texts -> (texts, context) token ids
@@ -57,77 +46,6 @@ def context_reason(context_length: int) -> str:
 
 
 # ----------------------------------------------------------------------- parse time
-
-
-def _config_dirs() -> list[Path]:
-    """Where model configs are looked up: ours first (open_clip lets a registered config
-    replace its own of the same name), then open_clip's; find_spec does not import it."""
-    dirs = [PROJECT_MODEL_CONFIGS]
-    spec = importlib.util.find_spec("open_clip")
-    if spec is not None and spec.submodule_search_locations:
-        dirs += [Path(p) / "model_configs" for p in spec.submodule_search_locations]
-    return dirs
-
-
-def model_config(arch: str, cache_dir: str | None = None) -> dict[str, Any] | None:
-    """The open_clip model config of ``arch`` (a built-in or registered name,
-    ``local-dir:<folder>`` or ``hf-hub:<repo>`` with its config in the local cache), or
-    None when this machine has none."""
-    if arch.startswith(LOCAL_DIR):
-        path = Path(arch[len(LOCAL_DIR) :]) / "open_clip_config.json"
-        if not path.is_file():
-            return None
-        config = json.loads(path.read_text(encoding="utf-8"))
-        return config.get("model_cfg", config)
-    if arch.startswith(HF_HUB):
-        from huggingface_hub import try_to_load_from_cache
-
-        found = try_to_load_from_cache(
-            arch[len(HF_HUB) :], "open_clip_config.json", cache_dir=cache_dir
-        )
-        if not isinstance(found, str):
-            return None
-        config = json.loads(Path(found).read_text(encoding="utf-8"))
-        return config.get("model_cfg", config)
-    for folder in _config_dirs():
-        path = folder / f"{arch}.json"
-        if path.is_file():
-            return json.loads(path.read_text(encoding="utf-8"))
-    return None
-
-
-def context_length_of(arch: str, cache_dir: str | None = None) -> int:
-    """The text tower's context length of an open_clip architecture (77 when unknown)."""
-    config = model_config(arch, cache_dir) or {}
-    return int((config.get("text_cfg") or {}).get("context_length", DEFAULT_CONTEXT_LENGTH))
-
-
-def resolve_context_length(
-    setting: int | str, models: Mapping[str, Mapping[str, Any]], evaluated: Sequence[str]
-) -> int:
-    """``negatives.context_length``: an integer as it is; ``auto``: the smallest context
-    length among the evaluated models' text towers (``models``: the ``models`` config,
-    ``evaluated``: ``evaluate.models``), 77 without any."""
-    if setting != AUTO:
-        if isinstance(setting, bool) or not isinstance(setting, int) or setting < 3:
-            raise ValueError(
-                f"negatives.context_length must be 'auto' or an integer >= 3 (start, one "
-                f"token, end), got {setting!r}"
-            )
-        return setting
-    lengths = []
-    for key in evaluated:
-        if key not in models:
-            raise ValueError(f"evaluate.models names {key!r}, which is not under models")
-        entry = models[key]
-        if "transformers" in entry:
-            hf = entry["transformers"]
-            lengths.append(
-                transformers_context_length(hf["id"], hf.get("revision"), entry.get("cache_dir"))
-            )
-        else:
-            lengths.append(context_length_of(entry["open_clip"], entry.get("cache_dir")))
-    return min(lengths, default=DEFAULT_CONTEXT_LENGTH)
 
 
 # ---------------------------------------------------------------------------- check

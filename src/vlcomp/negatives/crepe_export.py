@@ -36,7 +36,7 @@ from vlcomp.importers.common import region_image
 from vlcomp.importers.crepe import read_crepe_csv
 from vlcomp.io import atomic_path, write_json, write_with
 from vlcomp.negatives.systematicity import ATOM, COMP
-from vlcomp.splits.assign import CREPE_SPLITS
+from vlcomp.vocabulary import CREPE_SPLITS
 
 log = logging.getLogger(__name__)
 

@@ -2,7 +2,8 @@
 
 Public API: ``CaptionParser`` (backend + rules), ``extract_graph`` on ``Tokens``,
 ``ExtractOptions`` / ``make_options``, ``PredicateMap`` (+ ``world_predicate_map``), and
-the job functions ``parse_captions``, ``parser_quality`` and ``throughput``.
+the job functions ``parse_captions`` and ``parser_quality`` (the parser's throughput
+benchmark is ``vlcomp_dev.bench.parse``).
 """
 
 from vlcomp.text.lemma import Lemmatizer
@@ -16,7 +17,6 @@ from .backends import (
     make_backend,
     ud_to_tokens,
 )
-from .bench import throughput
 from .extract import EMPTY_GRAPH, ExtractOptions, SceneGraph, extract_graph
 from .jobs import parse_captions
 from .lexicon import DEFAULT_STOP_OBJECTS
@@ -52,7 +52,6 @@ __all__ = [
     "parse_captions",
     "parser_quality",
     "resolve_predicate_map",
-    "throughput",
     "ud_to_tokens",
     "world_predicate_map",
 ]

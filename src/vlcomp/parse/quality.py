@@ -140,15 +140,6 @@ def ours_raw(graph: SceneGraph) -> RawGraph:
     return RawGraph(tuple(n for _, n, _ in graph.objects), graph.attributes, graph.relations)
 
 
-def sng_parse(texts: Sequence[str], model: str = DEFAULT_SPACY_MODEL) -> list[RawGraph]:
-    """``sng_parser`` as shipped (its own full spaCy pipeline, one caption at a time),
-    pointed at the installed model: objects are its entities (compound + head), attributes
-    its ``amod`` modifiers, relations its lemmatised relations. A caption it fails on gives
-    an empty graph."""
-    parser = make_sng_parser(model)
-    return [sng_graph(parser, t) for t in texts]
-
-
 def make_sng_parser(model: str = DEFAULT_SPACY_MODEL) -> Any:
     import sng_parser
 

@@ -10,9 +10,9 @@ import numpy as np
 import polars as pl
 from matplotlib.colors import LogNorm
 
+from vlcomp.figure_files import save_figure
 from vlcomp.refine.candidates import GROUP_COLUMNS
 from vlcomp.refine.priors import AUTO, AUTO_MAX_BINS, heatmap_bins, masked_reasons
-from vlcomp.report.figures import save_figure
 
 
 def _label(row: dict[str, object], group_by: list[str]) -> str:

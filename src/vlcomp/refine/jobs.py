@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
-from typing import Literal
 
 import polars as pl
 
 from vlcomp.contracts import NOTE_KEY
-from vlcomp.importers import (
-    Imported,
-    concat_imports,
-    read_aro_file,
-    read_crepe_csv,
-    read_sugarcrepe_dir,
-    read_sugarcrepe_file,
-)
 from vlcomp.io import write_parquet
 from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
 from vlcomp.refine.figures import plot_prior_heatmap, plot_refinement_gaps
@@ -28,47 +18,8 @@ from vlcomp.refine.priors import (
     prior_heatmap_table,
 )
 from vlcomp.refine.refinement import refine_candidates, refined_candidates
-from vlcomp.refine.scores import ScorerLike, score_candidates
 
-ImportSource = Literal["sugarcrepe", "aro_vg_relation", "aro_vg_attribution", "crepe"]
 Log = Callable[[str], None]
-
-
-def import_stage(
-    source: ImportSource,
-    inputs: Sequence[str | Path],
-    candidates_out: str | Path,
-    rejected_out: str | Path,
-    crepe_kinds: Sequence[str] = ("atom", "comp"),
-) -> None:
-    """Import published files (SugarCrepe files or folders, ARO JSON, CREPE CSVs)."""
-    parts: list[Imported] = []
-    for path in map(Path, inputs):
-        if source == "sugarcrepe":
-            parts.append(read_sugarcrepe_dir(path) if path.is_dir() else read_sugarcrepe_file(path))
-        elif source in ("aro_vg_relation", "aro_vg_attribution"):
-            parts.append(read_aro_file(path, source.removeprefix("aro_")))  # type: ignore[arg-type]
-        elif source == "crepe":
-            parts.append(read_crepe_csv(path, crepe_kinds))
-        else:
-            raise ValueError(f"unknown import source {source!r}")
-    result = concat_imports(parts)
-    meta = {"source": source, "inputs": json.dumps([Path(p).name for p in inputs])}
-    write_parquet(result.candidates, candidates_out, meta)
-    write_parquet(result.rejected, rejected_out, meta)
-
-
-def score_stage(
-    candidates: str | Path,
-    scorers: Sequence[ScorerLike],
-    scores_out: str | Path,
-    cache: str | Path | None = None,
-    batch_size: int = 512,
-) -> None:
-    """Scores (``SCORES_SCHEMA``) of every candidate text; ``cache``: the shared score cache
-    of ``vlcomp.scorers`` (read and extended)."""
-    scores = score_candidates(pl.read_parquet(candidates), scorers, cache, batch_size)
-    write_parquet(scores, scores_out, {"scorers": json.dumps(sorted(set(scores["scorer"])))})
 
 
 def blind_stage(

@@ -22,9 +22,19 @@ from pathlib import Path
 
 import polars as pl
 
-from vlcomp.evaluate.metrics import ALL
+from vlcomp.figure_files import save_figure
+from vlcomp.report.plots import (
+    bar_legend,
+    chance_tick,
+    fit_value_labels,
+    fraction_axis,
+    panel_grid,
+    say_why,
+    suptitle,
+    value_bar,
+)
+from vlcomp.vocabulary import ALL, CHANCE, metric_order
 
-CHANCE = "chance"
 NOT_EVALUATED = "—"
 BINDSPLIT_SUFFIX = "_bindsplit"
 MODEL_COLOURS = [
@@ -84,7 +94,7 @@ def overview_table(
             (pl.col("split") == ALL) & (pl.col("family") == ALL),
             pl.col("metric").map_elements(headline_metric, return_dtype=pl.Boolean),
         )
-        metrics = sorted(set(frame["metric"].to_list()), key=_metric_order)
+        metrics = sorted(set(frame["metric"].to_list()), key=metric_order)
         models = sorted(set(frame["model"].to_list()) - {CHANCE})
         for metric in metrics:
             cells = frame.filter(pl.col("metric") == metric)
@@ -113,13 +123,6 @@ def overview_table(
                     }
                 )
     return pl.DataFrame(rows, schema=OVERVIEW_SCHEMA)
-
-
-def _metric_order(metric: str) -> tuple[int, str]:
-    order = ("R@1", "accuracy", "i2t_R@1", "t2i_R@1", "text_score", "image_score",
-             "group_score", "itt_accuracy", "tot_accuracy")  # fmt: skip
-    name = metric.removesuffix("_micro")
-    return (order.index(name) if name in order else len(order), name)
 
 
 def columns_of(table: pl.DataFrame) -> list[str]:
@@ -183,17 +186,6 @@ def overview_markdown(table: pl.DataFrame) -> list[str]:
 def overview_figure(table: pl.DataFrame):
     """One panel per benchmark and headline metric, one bar per model (value, CI, n), the
     chance level as a black tick, "no items" for a model not evaluated there."""
-    from vlcomp.report.plots import (
-        bar_legend,
-        chance_tick,
-        fit_value_labels,
-        fraction_axis,
-        panel_grid,
-        say_why,
-        suptitle,
-        value_bar,
-    )
-
     columns = columns_of(table)
     models = sorted(set(table["model"].to_list()))
     colours = {m: MODEL_COLOURS[k % len(MODEL_COLOURS)] for k, m in enumerate(models)}
@@ -238,8 +230,6 @@ def plot_all_benchmarks(
 ) -> None:
     """The overview figure of the metric ``tables``; fails naming them when no model has a
     headline row in any."""
-    from vlcomp.report.figures import save_figure
-
     table = overview_table(tables, model_corpus)
     if table.is_empty():
         raise ValueError(f"no model rows with a headline metric in {[str(t) for t in tables]}")

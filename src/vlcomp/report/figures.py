@@ -15,16 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-import matplotlib
+import polars as pl
+from matplotlib.lines import Line2D
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-
-from vlcomp.io import write_with  # noqa: E402
-from vlcomp.report.plots import (  # noqa: E402
-    DPI,
+from vlcomp.figure_files import SPLIT_COLOURS, plt, save_figure
+from vlcomp.report.plots import (
     MAX_COLUMNS,
     MAX_WIDTH_IN,
     bar_legend,
@@ -35,34 +30,12 @@ from vlcomp.report.plots import (  # noqa: E402
     suptitle,
     value_bar,
 )
+from vlcomp.vocabulary import CHANCE
 
-CHANCE = "chance"
 SPLIT_ORDER = [
     "all", "held_in", "held_out", "SC", "UC", "UA", "seen", "mixed", "unseen",
     "text_score", "image_score", "group_score", "itt_accuracy", "tot_accuracy",
 ]  # fmt: skip
-SPLIT_COLOURS = {
-    "all": "#7570b3", "held_in": "#1b9e77", "held_out": "#d95f02",
-    "SC": "#1b9e77", "UC": "#d95f02", "UA": "#e7298a",
-    "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02", "no_binding": "#bbbbbb",
-    "no_compound": "#bbbbbb", "no_split": "#bbbbbb", "not_in_splits": "#888888",
-    "text_score": "#1b9e77", "image_score": "#d95f02", "group_score": "#7570b3",
-    "itt_accuracy": "#1b9e77", "tot_accuracy": "#d95f02",
-}  # fmt: skip
-
-
-def save_figure(fig: plt.Figure, png: str | Path, pdf: str | Path) -> None:
-    # Fixed metadata so that the same table gives the same bytes.
-    write_with(
-        png, lambda tmp: fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None})
-    )
-    write_with(
-        pdf,
-        lambda tmp: fig.savefig(
-            tmp, format="pdf", metadata={"CreationDate": None, "ModDate": None, "Producer": None}
-        ),
-    )
-    plt.close(fig)
 
 
 def _ordered_splits(table: pl.DataFrame) -> list[str]:

@@ -21,24 +21,19 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+import polars as pl
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import polars as pl  # noqa: E402
-
-from vlcomp.evaluate.metrics import NO_SPLIT, NOT_IN_SPLITS  # noqa: E402
-from vlcomp.io import write_with  # noqa: E402
-from vlcomp.report.accounting import (  # noqa: E402
+from vlcomp.figure_files import plt, save_figure
+from vlcomp.io import write_with
+from vlcomp.report.accounting import (
     benchmark_items,
     eval_set_markdown,
     items_markdown,
     legend_markdown,
     provenance_line,
 )
-from vlcomp.report.all_benchmarks import overview_markdown, overview_table  # noqa: E402
-from vlcomp.report.figures import save_figure  # noqa: E402
-from vlcomp.report.plots import (  # noqa: E402
+from vlcomp.report.all_benchmarks import overview_markdown, overview_table
+from vlcomp.report.plots import (
     NO_ITEMS,
     bar_legend,
     chance_tick,
@@ -50,12 +45,17 @@ from vlcomp.report.plots import (  # noqa: E402
     suptitle,
     value_bar,
 )
-from vlcomp.splits.assign import NO_BINDING, NO_COMPOUND  # noqa: E402
+from vlcomp.vocabulary import (
+    ALL,
+    BINDSPLIT_SPLITS,
+    CHANCE,
+    CREPE_SPLITS,
+    NO_BINDING,
+    NO_COMPOUND,
+    NO_SPLIT,
+    NOT_IN_SPLITS,
+)
 
-CHANCE = "chance"
-ALL = "all"
-CREPE_SPLITS = ("SC", "UC", "UA")
-BINDSPLIT_SPLITS = ("seen", "mixed", "unseen")
 SPLIT_COLOURS = {
     "SC": "#1b9e77", "UC": "#d95f02", "UA": "#7570b3",
     "seen": "#1b9e77", "mixed": "#e6ab02", "unseen": "#d95f02",

@@ -16,16 +16,12 @@ from __future__ import annotations
 import math
 import textwrap
 from collections.abc import Mapping
-from pathlib import Path
 
-import matplotlib
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
+from vlcomp.figure_files import DPI, plt
 
-DPI = 150
 MAX_WIDTH_PX = 2000
 MAX_WIDTH_IN = MAX_WIDTH_PX / DPI
 MAX_COLUMNS = 4
@@ -36,30 +32,6 @@ NO_ITEMS = "no items"
 MISSING_HEIGHT = 0.05
 LEGEND_WIDTH_IN = 1.6  # a legend right of the panels ("0.00 (line on the axis)")
 MISSING_STYLE = {"fill": False, "hatch": "////", "edgecolor": "#888888", "linewidth": 0.6}
-
-
-def plot_benchmark(kind: str, metrics: str | Path, png: str | Path, pdf: str | Path) -> None:
-    """``kind``: a benchmark kind, "bindsplit" for a systematicity benchmark's seen / mixed /
-    unseen table, or the shape of an imported benchmark ("two_image", "sugarcrepe_pp")."""
-    from vlcomp.report import figures, figures_crepe
-
-    plot = {
-        "crepe_systematicity": figures_crepe.plot_splits_by_type,
-        "bindsplit": figures_crepe.plot_split_accuracy,
-        "crepe_productivity": figures_crepe.plot_complexity,
-        "pairs": figures.plot_pair_accuracy,
-        "imported": figures.plot_pair_accuracy,
-        "retrieval": figures.plot_retrieval,
-        "two_image": lambda m, png, pdf: figures.plot_scores(
-            m, png, pdf, ["text_score", "image_score", "group_score"]
-        ),
-        "sugarcrepe_pp": lambda m, png, pdf: figures.plot_scores(
-            m, png, pdf, ["itt_accuracy", "tot_accuracy"]
-        ),
-    }
-    if kind not in plot:
-        raise ValueError(f"no figure for a {kind!r} table ({metrics})")
-    plot[kind](metrics, png, pdf)
 
 
 # --------------------------------------------------------------------------- conventions

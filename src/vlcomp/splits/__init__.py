@@ -3,8 +3,6 @@ bucket and STRICT/LOOSE split against a training corpus's counts (``assign_split
 
 from .assign import (
     ASSIGNMENTS_SCHEMA,
-    BUCKETS,
-    RULES,
     SUMMARY_SCHEMA,
     BindSplitSample,
     assign,
@@ -21,8 +19,6 @@ from .assign import (
 
 __all__ = [
     "ASSIGNMENTS_SCHEMA",
-    "BUCKETS",
-    "RULES",
     "SUMMARY_SCHEMA",
     "BindSplitSample",
     "assign",

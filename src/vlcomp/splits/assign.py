@@ -50,30 +50,26 @@ from vlcomp.io import write_parquet
 from vlcomp.text import TEXT_LAYER_VERSION as NORMALIZATION_VERSION
 from vlcomp.text import normalise_or_none
 from vlcomp.text.lemma import load_lemmatizer
+from vlcomp.vocabulary import (
+    BINDSPLIT_SPLITS,
+    BUCKETS,
+    CLOSE,
+    CREPE_SPLITS,
+    LABELS,
+    MIXED,
+    NO_BINDING,
+    NO_COMPOUND,
+    NONE,
+    PERFECT,
+    RULES,
+    SC,
+    SEEN,
+    UA,
+    UC,
+    UNSEEN,
+)
 
 log = logging.getLogger(__name__)
-
-SC, UC, UA = "SC", "UC", "UA"
-CREPE_SPLITS: tuple[str, ...] = (SC, UC, UA)
-PERFECT, CLOSE, NONE = "perfect", "close", "none"
-LABELS: tuple[str, ...] = (PERFECT, CLOSE, NONE)
-BUCKETS: tuple[str, ...] = (
-    "perfect",
-    "close",
-    "none",
-    "perfect+close",
-    "perfect+none",
-    "close+none",
-    "perfect+close+none",
-)
-SEEN, MIXED, UNSEEN = "seen", "mixed", "unseen"
-BINDSPLIT_SPLITS: tuple[str, ...] = (SEEN, MIXED, UNSEEN)
-RULES: dict[str, frozenset[str]] = {
-    "strict": frozenset({PERFECT}),
-    "loose": frozenset({PERFECT, CLOSE}),
-}
-NO_COMPOUND = "no_compound"  # CREPE: an item without a compound has no split
-NO_BINDING = "no_binding"  # BindSplit: a text without an attribute-object binding
 
 Binding = tuple[str, str]  # (attribute, object lemma), normalized
 

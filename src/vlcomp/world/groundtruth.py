@@ -29,8 +29,9 @@ import polars as pl
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA
 from vlcomp.counts.units import graph_units
 from vlcomp.io import write_json
-from vlcomp.splits.assign import CREPE_SPLITS, LABELS, NO_COMPOUND, NONE, UA, UC, normalize_binding
+from vlcomp.splits.assign import normalize_binding
 from vlcomp.text import normalise_or_none
+from vlcomp.vocabulary import CREPE_SPLITS, LABELS, NO_COMPOUND, NONE, UA, UC
 
 _ATOM_KIND = {"shape": "object", "colour": "attribute", "size": "attribute", "relation": "relation"}
 

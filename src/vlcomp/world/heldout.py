@@ -29,11 +29,9 @@ import polars as pl
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings, recall_table
 from vlcomp.evaluate.retrieval_sets import set_metric_table
 from vlcomp.io import read_parquet_metadata, write_parquet
+from vlcomp.vocabulary import HELD_IN, HELD_OUT
 
 Log = Callable[[str], None]
-
-HELD_IN = "held_in"
-HELD_OUT = "held_out"
 
 HELDOUT_METRIC_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,

@@ -47,13 +47,13 @@ from vlcomp.evaluate.metrics import EvalSettings, add_flag_counts, set_flags
 from vlcomp.evaluate.retrieval_sets import (
     SCORES_SCHEMA,
     item_boxes,
-    negative_type,
     rank_sets,
     set_metric_table,
 )
 from vlcomp.io import write_parquet
 from vlcomp.refine.words import word_prior_accuracy
 from vlcomp.text import plural
+from vlcomp.vocabulary import negative_type
 
 from .captions import _ALT_PREFIXES, _ALT_SUFFIXES
 from .config import parse_world_config

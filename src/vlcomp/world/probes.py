@@ -347,7 +347,7 @@ def _load(arch: str, checkpoint: str):
     import open_clip
     import torch
 
-    from vlcomp.evaluate import models as _models
+    from vlcomp.models import loading as _models
 
     _models.check_architecture(arch)
     model, preprocess = _models.create_open_clip(arch)

@@ -180,10 +180,3 @@ def scene_holdout_items(scene: Scene, holdout: Holdout) -> list[tuple[str, str]]
             items.append(("triple", f"{a} {rel} {b}"))
     items += [("atom", atom) for atom in holdout.atoms if atom in words]
     return items
-
-
-def has_binding_or_triple(scene: Scene, holdouts: list[Holdout]) -> bool:
-    """True when the scene holds a held-out binding or triple of any of ``holdouts``."""
-    return any(
-        kind in ("binding", "triple") for h in holdouts for kind, _ in scene_holdout_items(scene, h)
-    )

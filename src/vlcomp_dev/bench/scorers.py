@@ -1,6 +1,6 @@
 """CPU throughput of the offline scorers, all measured in one run on the same texts.
 
-    python -m vlcomp.scorers.bench --train captions.parquet [...] --eval sugarcrepe/*.json
+    python -m vlcomp_dev.bench.scorers --train captions.parquet [...] --eval sugarcrepe/*.json
 
 Trains an n-gram LM, a tiny GPT-2 and a MiniLM index on the training captions (timing each),
 then scores the same evaluation texts with each and prints captions per second.

@@ -1,7 +1,7 @@
 """Throughput of the counting stage (``count_shard`` on every shard + ``merge_counts``)
 against a Python loop over rows that states the same definitions.
 
-``python -m vlcomp.counts.bench GRAPHS WORK_DIR [--rows N] [--shards K] [--vocab V]``
+``python -m vlcomp_dev.bench.counts GRAPHS WORK_DIR [--rows N] [--shards K] [--vocab V]``
 replicates a graphs table (parser output or a world ``truth.parquet``) to N rows in K
 shards, then counts and merges them in a fresh one-thread child process, whose peak
 resident memory (``VmHWM``) is therefore that of the counting alone.
@@ -166,7 +166,7 @@ def peak_rss_mib() -> float:
 def _child(shards: list[Path], work_dir: Path) -> dict[str, float]:
     """Count + merge in a fresh process (one thread), whose peak RSS is the counting's."""
     env = {**os.environ, "POLARS_MAX_THREADS": "1", "OMP_NUM_THREADS": "1"}
-    command = [sys.executable, "-m", "vlcomp.counts.bench", "--child", str(work_dir),
+    command = [sys.executable, "-m", "vlcomp_dev.bench.counts", "--child", str(work_dir),
                *map(str, shards)]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .backends import DEFAULT_SPACY_MODEL, SpacyBackend
-from .parser import CaptionParser, make_options
-from .quality import make_sng_parser, sng_graph
+from vlcomp.parse.backends import DEFAULT_SPACY_MODEL, SpacyBackend
+from vlcomp.parse.parser import CaptionParser, make_options
+from vlcomp.parse.quality import make_sng_parser, sng_graph
 
 
 def _timed(run: Callable[[], Any], times: list[float], walls: list[float] | None = None) -> None:

@@ -21,7 +21,7 @@ their decision changes are what the report is for. With random weights similarit
 different captions are close together, so decisions flip more easily than with a trained
 model: read the counts as an upper bound.
 
-    python -m vlcomp.evaluate.precision_check --model ViT-B-32 \\
+    python -m vlcomp_dev.precision_check --model ViT-B-32 \\
         --runs cpu:fp32,cuda:fp32,cuda:fp16,cuda:bf16 --out results/gpu_check/precision.json
 """
 
@@ -136,8 +136,8 @@ def score_runs(
     """The benchmark items, each run's similarities (``candidates`` order), and per run the
     precision actually used and the seconds it took. ``data_dir``: as in
     ``bench.run_benchmark`` (the same items and random weights as the benchmark's)."""
-    from vlcomp.evaluate.bench import bench_data, bench_model
     from vlcomp.evaluate.retrieval_sets import score_candidates
+    from vlcomp_dev.bench.evaluate import bench_data, bench_model
 
     torch.set_num_threads(threads)
     sims: dict[str, np.ndarray] = {}
@@ -311,7 +311,7 @@ def write_report(folder: str | Path) -> str:
     there: ``bench_*.json`` (``bench.run_benchmark``), ``precision.json`` (``check``),
     ``workflow_metrics.json`` (``metric_differences``), ``workflow.json`` (how the workflow
     step went) and ``plan.txt`` (what a dry run did not run). Returns the Markdown."""
-    from vlcomp.evaluate.bench import summary
+    from vlcomp_dev.bench.evaluate import summary
 
     folder = Path(folder)
 

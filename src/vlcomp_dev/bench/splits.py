@@ -18,8 +18,8 @@ builds the index of all of them through ``image_index`` on the same thread pool:
 times, interleaved, after an untimed warm-up; medians are reported, as ms per image (and
 so seconds per 1,000 images), with the ratio full decode / header check.
 
-    python -m vlcomp.splits.bench --images 1000 --threads 2 --out image_index.json
-    python -m vlcomp.splits.bench --folder ~/photos --images 1000
+    python -m vlcomp_dev.bench.splits --images 1000 --threads 2 --out image_index.json
+    python -m vlcomp_dev.bench.splits --folder ~/photos --images 1000
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ goal on a GPU: <= 1.5). Paths (a) and (b) must agree on every similarity (within
 fp32; in bf16 / fp16 the difference is reported). Weights are random (no download):
 throughput does not depend on them.
 
-    python -m vlcomp.evaluate.bench --model ViT-B-32 --device cuda --precision fp16 \\
+    python -m vlcomp_dev.bench.evaluate --model ViT-B-32 --device cuda --precision fp16 \\
         --items 2000 --workers 8 --out results/bench/eval_vitb32_fp16.json
 """
 
@@ -53,16 +53,12 @@ from PIL import Image, ImageDraw, ImageFilter
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.evaluate.embed import Box, EmbeddingCache, ImageRef, crop, decode_batches
-from vlcomp.evaluate.models import (
-    LoadedModel,
-    ModelSpec,
-    create_open_clip,
-    library_versions,
-    load_model,
-)
 from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets, score_candidates
 from vlcomp.io import write_json
 from vlcomp.machine import cpu_name
+from vlcomp.models.catalogue import ModelSpec
+from vlcomp.models.loading import create_open_clip, library_versions, load_model
+from vlcomp.models.parts import LoadedModel
 
 Log = Callable[[str], None]
 
@@ -425,7 +421,7 @@ FAMILY_COST = {
 def family_models(root: Path, device: str, seed: int) -> dict[str, LoadedModel]:
     """One tiny random model of each family (``tiny_models``; open_clip's tiny world ViT),
     saved under ``root`` and loaded through the config path."""
-    from vlcomp.evaluate.tiny_models import save_tiny_blip_itm, save_tiny_clip, save_tiny_llava
+    from vlcomp.models.tiny_models import save_tiny_blip_itm, save_tiny_clip, save_tiny_llava
 
     savers = {
         "transformers dual encoder": ("dual_encoder", save_tiny_clip),
@@ -458,7 +454,7 @@ def run_family_benchmark(
     matching head, VQAScore) through ``score_candidates`` + ``rank_sets`` on the same crops
     and candidate sets (no cache, images decoded in this process), and the forward passes
     each item cost (pair scorers count theirs: ``joint_scoring.PairScorer.counts``)."""
-    from vlcomp.evaluate.joint_scoring import is_pair_scorer
+    from vlcomp.models.joint import is_pair_scorer
 
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory(prefix="vlcomp-family-bench-") as tmp:

@@ -8,8 +8,9 @@ every place the tests run, so this module checks it without conda:
 1. Every rule of the workflow is read textually from the Snakefile, the files it ``include:``\\ s
    and ``workflow/rules/*.smk``: its name, its ``conda:`` file and its ``script:`` file (both
    relative to the file that declares the rule, as Snakemake resolves them).
-2. Each script is parsed with :mod:`ast`; imports of local packages (``src/vlcomp``, a module
-   next to the script) are followed transitively: module-level and function-level imports,
+2. Each script is parsed with :mod:`ast`; imports of local packages (``src/vlcomp``,
+   ``src/vlcomp_dev``, a module next to the script) are followed transitively: module-level
+   and function-level imports,
    ``from pkg import name`` where ``name`` is a submodule or a lazy export of the package's
    ``__getattr__``, relative imports, ``import_module("literal")``. Imports under
    ``if TYPE_CHECKING:`` are not needed; a ``try: ... except ImportError`` guard does not make
@@ -28,7 +29,7 @@ installs): every pip entry pinned with ``==`` to the lock's version, and every d
 listed package that the lock's environment has installed listed as well, so that the conda
 environment resolves to the same set as ``make``.
 
-Run ``python -m vlcomp.envcheck [WORKFLOW_ROOT]``: prints every problem and exits 1 if any.
+Run ``python -m vlcomp_dev.envcheck [WORKFLOW_ROOT]``: prints every problem and exits 1 if any.
 Only the standard library and PyYAML are used.
 """
 
@@ -987,7 +988,7 @@ def _default_root() -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vlcomp.envcheck",
+        prog="python -m vlcomp_dev.envcheck",
         description="Check statically that each rule's conda env provides its script's imports.",
     )
     parser.add_argument("root", nargs="?", type=Path, help="workflow root (holds the Snakefile)")

@@ -12,7 +12,7 @@ rejected, false accepts (an invalid row accepted) and false rejects (a valid row
 rejected). The validator is built as ``jobs.llm_pairs_job`` builds it: our parser with
 the default ``parse`` settings and ``max_chars`` 300.
 
-    python -m vlcomp.negatives.llm.precision tests/fixtures/validator/pairs.jsonl
+    python -m vlcomp_dev.llm_precision tests/fixtures/validator/pairs.jsonl
 
 prints per family the false-reject and false-accept rates, per invalid category its
 false accepts, and every wrong decision with the validator's reason.
@@ -30,9 +30,8 @@ from typing import Any
 import polars as pl
 
 from vlcomp.llm.client import DEFAULTS as LLM_DEFAULTS
+from vlcomp.negatives.llm.validate import RULES, GraphReader, PairCheck, PairValidator
 from vlcomp.splits.items import make_parser
-
-from .validate import RULES, GraphReader, PairCheck, PairValidator
 
 VALID = "valid"
 MAX_CHARS = LLM_DEFAULTS["max_chars"]
@@ -188,7 +187,7 @@ def by_category(matrix: pl.DataFrame) -> pl.DataFrame:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m vlcomp.negatives.llm.precision", description=__doc__.split("\n")[0]
+        prog="python -m vlcomp_dev.llm_precision", description=__doc__.split("\n")[0]
     )
     parser.add_argument("file", help="labelled JSONL (positive, negative, family, ...)")
     args = parser.parse_args(argv)

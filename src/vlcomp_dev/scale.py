@@ -17,7 +17,7 @@ less an in-process re-merge of the same partial tables) plus a read and sum per 
 (that re-merge's time per partial table). Cluster queueing and file-system contention are
 not modelled. Run it with the shard size you will use.
 
-    python -m vlcomp.scale --help
+    python -m vlcomp_dev.scale --help
 """
 
 from __future__ import annotations

@@ -1,0 +1,2 @@
+"""Throughput benchmarks, one module per stage (``snakemake benchmarks``), and their report
+(``report``)."""
