@@ -76,7 +76,7 @@ rule benchmark_scale:
     threads: lookup("throughput/scale_cores", within=config)
     params:
         corpora=SCALE_CORPORA,
-        parse=config["parse"],
+        parse=parse_settings(),
         captions_per_shard=lookup("throughput/scale_captions_per_shard", within=config),
         snakefile=workflow.main_snakefile,
     message:

@@ -221,7 +221,7 @@ def llm_api_slots():
 def negatives_context_length():
     """negatives.context_length resolved: auto is the smallest text context among the
     evaluated models' open_clip configs (JSON files: no torch while parsing)."""
-    from vlcomp.negatives.context import resolve_context_length
+    from vlcomp.models.catalogue import resolve_context_length
 
     return resolve_context_length(
         config["negatives"]["context_length"], config["models"], EVAL_MODELS
@@ -237,6 +237,135 @@ def set_eval_settings():
         "bootstrap_resamples": settings["bootstrap_resamples"],
         "bootstrap_seed": settings["bootstrap_seed"],
     }
+
+
+# ------------------------------------------------------------------ settings per rule
+# A rule's params carry only the config keys its job reads, so that changing a key reruns
+# just the jobs that read it (Snakemake's params trigger). Never a whole section: a key
+# added to it later would rerun every job handed the section
+# (tests/unit/test_rule_params.py checks the rule files). The names below list the keys.
+
+# parse: what the parser makes of a caption; how a job runs it (the same graphs)
+PARSER_KEYS = ("backend", "model", "numerals", "strip_verbs", "predicate_map")
+PARSE_RUN_KEYS = ("n_process", "batch_size")
+# what training each scorer reads of its block (minilm's k is read when scoring)
+SCORER_TRAINING_KEYS = {
+    "ngram": ("order", "min_count"),
+    "minilm": ("sample", "seed"),
+    "tiny_gpt2": ("settings", "seed"),
+}
+# models.<name>: what loading a model reads (ModelSpec.from_config), not its
+# train block or training_corpora (a new checkpoint reruns its jobs as an input)
+MODEL_SOURCE_KEYS = (
+    "open_clip",
+    "pretrained",
+    "checkpoint",
+    "cache_dir",
+    "transformers",
+)
+# Sections a user writes freely, their jobs filling in defaults: every key the job knows
+# (vlcomp.negatives.systematicity.DEFAULT_SETTINGS, ...productivity.ProductivitySettings,
+# vlcomp.llm.client.DEFAULTS).
+SYSTEMATICITY_KEYS = tuple(
+    "min_count atom_negatives comp_negatives compounds allow_fewer max_foils comp_foils "
+    "image_scope senses max_hops min_depth image_ref".split()
+)
+PRODUCTIVITY_KEYS = tuple(
+    "complexities walks_per_image negatives_per_type min_negatives families min_area "
+    "min_area_fraction min_aspect max_aspect dedupe_overlap dedupe_measure "
+    "one_relation_per_pair foil_forbid attribute_kinds leading_attributes".split()
+)
+LLM_KEYS = tuple(
+    "base_url model api_key_env mode max_concurrency timeout_s max_retries "
+    "structured_output temperatures max_attempts max_chars budget prices dry_run "
+    "backoff_base_s backoff_max_s progress_every completion_tokens_estimate batch_poll_s "
+    "batch_wait_s batch_backend batch_outputs min_yield breaker_failures breaker_seconds "
+    "malformed_retries".split()
+)
+
+
+def config_at(names):
+    """The config section at ``names`` (("negatives", "productivity"))."""
+    section = config
+    for name in names:
+        section = section[name]
+    return section
+
+
+def config_keys(names, keys):
+    """The ``keys`` of the config section at ``names`` that it has, in the section's order
+    (a rule that reads every key keeps the params it had)."""
+    return {k: v for k, v in config_at(names).items() if k in keys}
+
+
+def free_settings(names, keys):
+    """``config_keys`` of a section the user writes freely: ``keys`` are all its job knows,
+    another key is an error here (as in the job), not a key the job silently never sees.
+    """
+    unknown = [k for k in config_at(names) if k not in keys]
+    if unknown:
+        raise WorkflowError(
+            f"config key '{'.'.join(names)}.{unknown[0]}': unknown key (known: "
+            f"{', '.join(sorted(keys))}; a new one goes in common.smk too)"
+        )
+    return config_keys(names, keys)
+
+
+def parse_settings(*keys):
+    """These keys of config `parse`; without any, all: the parser's and how to run it."""
+    return config_keys(("parse",), keys or (*PARSER_KEYS, *PARSE_RUN_KEYS))
+
+
+def eval_items_parse(evalset):
+    """What an eval set's items job reads of `parse`: COCO captions are parsed (every key),
+    Visual Genome's graphs put in the parser's form (graph_canon: lemmatiser, predicates).
+    """
+    if EVAL_SETS[evalset]["format"] == "visual_genome":
+        return parse_settings("model", "predicate_map", "strip_verbs")
+    return parse_settings()
+
+
+def scorer_training_settings(scorer):
+    """What training ``scorer`` reads of config `scorers`, in the section's shape."""
+    return {scorer: config_keys(("scorers", scorer), SCORER_TRAINING_KEYS[scorer])}
+
+
+def scorer_query_settings():
+    """What scorer_specs reads of config `scorers` besides `use`: MiniLM's k."""
+    return {"minilm": config_keys(("scorers", "minilm"), ("k",))}
+
+
+def refine_settings():
+    """Config `refine` as the refinement reads it: every key."""
+    return config_keys(("refine",), ("grid", "seed", "normalisation"))
+
+
+def prior_settings():
+    """Config `priors` as the linguistic priors read it: every key."""
+    return config_keys(("priors",), ("lm_scorer", "bins", "min_count"))
+
+
+def systematicity_settings():
+    return free_settings(("negatives", "systematicity"), SYSTEMATICITY_KEYS)
+
+
+def productivity_settings():
+    return free_settings(("negatives", "productivity"), PRODUCTIVITY_KEYS)
+
+
+def llm_settings():
+    """Config `llm` as the LLM jobs read it (every key), or null without an endpoint."""
+    return None if config["llm"] is None else free_settings(("llm",), LLM_KEYS)
+
+
+def model_source(model):
+    """What a job that loads ``model`` (evaluation, the weights check) reads of its entry."""
+    return config_keys(("models", model), MODEL_SOURCE_KEYS)
+
+
+def model_training(model):
+    """What training ``model`` reads of its entry: the architecture and the train block."""
+    return config_keys(("models", model), ("open_clip", "train"))
 
 
 # ------------------------------------------------------------------ eval sets

@@ -26,8 +26,8 @@ rule llm_pairs:
     resources:
         llm_api=llm_api_slots(),
     params:
-        llm=config["llm"],
-        parse=config["parse"],
+        llm=llm_settings(),
+        parse=parse_settings(*PARSER_KEYS),
         seed=config["negatives"]["seed"],
         families=lambda wc: BENCHMARKS[wc.benchmark]["families"],
         max_items=lambda wc: BENCHMARKS[wc.benchmark]["max_items"],
@@ -72,9 +72,9 @@ rule llm_productivity:
     resources:
         llm_api=llm_api_slots(),
     params:
-        llm=config["llm"],
-        parse=config["parse"],
-        settings=config["negatives"]["productivity"],
+        llm=llm_settings(),
+        parse=parse_settings(*PARSER_KEYS),
+        settings=productivity_settings(),
         seed=config["negatives"]["seed"],
         context_length=negatives_context_length(),
         cache="results/cache/llm",

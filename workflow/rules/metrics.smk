@@ -19,7 +19,7 @@ rule evaluate_benchmark:
     resources:
         gpu=gpu_request(),
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings=set_eval_settings(),
         parts=lambda wc: evaluation_parts(
@@ -57,7 +57,7 @@ rule evaluate_bindsplit:
     resources:
         gpu=gpu_request(),
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings=set_eval_settings(),
         parts=lambda wc: evaluation_parts(wc.benchmark, wc.model, "split_loose"),
@@ -89,7 +89,7 @@ rule evaluate_retrieval:
     resources:
         gpu=gpu_request(),
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings={**embed_settings(), "recall_at": config["evaluate"]["recall_at"]},
         cache="results/cache/embeddings",
@@ -119,7 +119,7 @@ rule evaluate_two_positives:
     resources:
         gpu=gpu_request(),
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings=set_eval_settings(),
         cache="results/cache/embeddings",
@@ -148,7 +148,7 @@ rule evaluate_two_image:
     resources:
         gpu=gpu_request(),
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
         checkpoint=lambda wc: trained_checkpoint(wc.model),
         settings=set_eval_settings(),
         cache="results/cache/embeddings",

@@ -38,7 +38,7 @@ rule systematicity_negatives:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        settings=config["negatives"]["systematicity"],
+        settings=systematicity_settings(),
         seed=config["negatives"]["seed"],
         context_length=negatives_context_length(),
     message:
@@ -94,7 +94,7 @@ rule productivity_negatives:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        settings=config["negatives"]["productivity"],
+        settings=productivity_settings(),
         seed=config["negatives"]["seed"],
         context_length=negatives_context_length(),
     message:

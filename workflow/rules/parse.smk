@@ -15,7 +15,7 @@ rule parse_shard:
     resources:
         mem_mb=3000,
     params:
-        parse=config["parse"],
+        parse=parse_settings(),
         rules_version=PARSER_RULES_VERSION,
     message:
         "Parsing captions of {wildcards.corpus} shard {wildcards.shard} into scene graphs"
@@ -40,7 +40,7 @@ rule parser_quality:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        parse=config["parse"],
+        parse=parse_settings("backend", "model", "batch_size"),
         limit=config["parser_quality"]["limit"],
         with_sng=config["parser_quality"]["with_sng"],
     message:

@@ -32,7 +32,7 @@ rule score_benchmark:
         specs=lambda wc, input: scorer_specs(
             f"results/scorers/{wc.corpus}",
             config["scorers"]["use"],
-            config["scorers"],
+            scorer_query_settings(),
             input.queries[0] if input.queries else None,
         ),
         cache="results/cache/scores.parquet",
@@ -86,7 +86,7 @@ rule refine_benchmark:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        refine=config["refine"],
+        refine=refine_settings(),
         scorers=config["scorers"]["use"][:2],
     message:
         "Adversarial refinement of {wildcards.benchmark} ({wildcards.corpus} scorers)"
@@ -119,7 +119,7 @@ rule priors:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        priors=config["priors"],
+        priors=prior_settings(),
     message:
         "Hard test accuracy and linguistic gap of {wildcards.model} on {wildcards.benchmark}"
     script:
@@ -151,7 +151,7 @@ rule audit_benchmark:
         "../envs/vlcomp.yaml"
     params:
         reference=lambda wc: wc.corpus,
-        parse=config["parse"],
+        parse=parse_settings(),
         min_count=config["splits"]["min_count"],
     message:
         "Auditing {wildcards.benchmark} for shortcuts against {wildcards.corpus}'s captions"
@@ -181,9 +181,9 @@ rule sugarcrepe_audit:
         specs=scorer_specs(
             "results/scorers/sugarcrepe_audit",
             config["scorers"]["use"],
-            config["scorers"],
+            scorer_query_settings(),
         ),
-        refine=config["refine"],
+        refine=refine_settings(),
         cache="results/cache/scores.parquet",
     message:
         "Blind baselines, refinement and word-multiset check on the published SugarCrepe"

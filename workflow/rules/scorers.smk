@@ -13,7 +13,7 @@ rule train_scorer:
         "../envs/vlcomp.yaml"
     threads: 1
     params:
-        settings=config["scorers"],
+        settings=lambda wc: scorer_training_settings(wc.scorer),
         text_layer=TEXT_LAYER_VERSION,
     message:
         "Training the {wildcards.scorer} text-only scorer on {wildcards.textset}"
@@ -34,7 +34,7 @@ rule train_tiny_gpt2:
         "../envs/vlcomp.yaml"
     threads: 1
     params:
-        settings=config["scorers"],
+        settings=scorer_training_settings("tiny_gpt2"),
     message:
         "Training a tiny GPT-2 on the captions of {wildcards.textset}"
     script:

@@ -18,7 +18,7 @@ rule eval_items:
     params:
         format=lambda wc: EVAL_SETS[wc.evalset]["format"],
         source=lambda wc: eval_set_source(wc.evalset),
-        parse=config["parse"],
+        parse=lambda wc: eval_items_parse(wc.evalset),
         text_layer=TEXT_LAYER_VERSION,
     message:
         "Evaluation items of {wildcards.evalset} (regions with CREPE's filters, or captions)"

@@ -22,7 +22,7 @@ rule train_model:
         "../envs/vlcomp.yaml"
     threads: lambda wc: config["models"][wc.model]["train"]["threads"]
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_training(wc.model),
         images=lambda wc: config["corpora"][
             config["models"][wc.model]["train"]["corpus"]
         ]["images"],
@@ -40,7 +40,7 @@ rule model_available:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        model=lambda wc: config["models"][wc.model],
+        model=lambda wc: model_source(wc.model),
     message:
         "Checking that the weights of {wildcards.model} are in the local cache"
     script:

@@ -15,7 +15,7 @@ rule world_eval:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        world=world_preset.shared_settings(WORLD) if WORLD else {},
+        world=world_shared_settings(),
     message:
         "Rendering the synthetic evaluation set (Visual Genome + COCO formats)"
     script:
@@ -34,7 +34,7 @@ rule world_corpus:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        world=lambda wc: world_preset.corpus_settings(WORLD, wc.corpus),
+        world=lambda wc: world_corpus_settings(wc.corpus),
     message:
         "Rendering training corpus {wildcards.corpus} in its native format"
     script:
@@ -51,7 +51,7 @@ rule world_scale_corpus:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        world=lambda wc: world_preset.corpus_settings(WORLD, wc.corpus),
+        world=lambda wc: world_corpus_settings(wc.corpus),
         n_captions=lambda wc: SCALE_CORPORA[f"scale_{wc.corpus}"]["n_captions"],
     message:
         "Writing {params.n_captions} captions of {wildcards.corpus} for the scale benchmark"
@@ -67,7 +67,7 @@ rule world_manifest:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        world=world_preset.shared_settings(WORLD) if WORLD else {},
+        world=world_shared_settings(),
     message:
         "Writing the hold-out manifest (ground truth for the splits)"
     script:
@@ -193,7 +193,7 @@ rule world_oracles:
         "../envs/vlcomp.yaml"
     params:
         parts=lambda wc: oracle_parts(wc.benchmark),
-        world=world_preset.shared_settings(WORLD) if WORLD else {},
+        world=world_shared_settings(),
         settings={
             "recall_at": config["evaluate"]["set_recall_at"],
             **{

@@ -7,6 +7,39 @@ from vlcomp.world import preset as world_preset
 WORLD = config["world"]
 WORLD_CORPORA = list(WORLD["corpora"]) if WORLD else []
 GROUND_TRUTH_SETS = [name for name, entry in EVAL_SETS.items() if entry["ground_truth"]]
+# What the world's scenes, images and captions are made of (vlcomp.world.config), not the
+# probes of its models (world_probes.smk): a probe setting renders nothing again.
+WORLD_SCENE_KEYS = tuple(
+    "seed image_size objects_per_scene shapes colours sizes relations eval corpora".split()
+)
+
+
+def world_scene():
+    return {k: v for k, v in (WORLD or {}).items() if k in WORLD_SCENE_KEYS}
+
+
+def world_shared_settings():
+    """What the evaluation set, the manifest and the oracles depend on."""
+    return world_preset.shared_settings(world_scene()) if WORLD else {}
+
+
+def world_corpus_settings(corpus):
+    """What one world corpus's files depend on."""
+    return world_preset.corpus_settings(world_scene(), corpus)
+
+
+# What the probes read of world.probes (vlcomp.world.probes.ProbeSettings).
+PROBE_KEYS = ("max_train_scenes", "pca_dims", "c", "bootstrap_resamples", "seed")
+
+
+def probe_settings():
+    probes = WORLD["probes"] if WORLD else {}
+    return {k: v for k, v in probes.items() if k in PROBE_KEYS}
+
+
+def probe_models(models):
+    """The architecture of each probed model (its weights are the job's input)."""
+    return {m: {"open_clip": config["models"][m]["open_clip"]} for m in models}
 
 
 def world_targets():

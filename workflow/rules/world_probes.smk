@@ -36,8 +36,8 @@ rule world_probes:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        models={model: config["models"][model] for model in PROBE_MODELS},
-        settings={k: v for k, v in PROBES.items() if k not in ("models", "corpus")},
+        models=probe_models(PROBE_MODELS),
+        settings=probe_settings(),
     message:
         "Linear probes on frozen features of {PROBE_MODELS}"
     script:
