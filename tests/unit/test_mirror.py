@@ -12,8 +12,8 @@ import torch
 from PIL import Image
 
 from vlcomp.contracts import CAPTIONS_SCHEMA
-from vlcomp.evaluate.train import TrainSettings, _Mirroring, train_model_job
 from vlcomp.negatives.lexicon import mirror_text, relation_axis
+from vlcomp.train import Mirroring, TrainSettings, train_model_job
 
 RGB = {"red": (220, 30, 30), "blue": (30, 30, 220)}
 
@@ -93,7 +93,7 @@ def test_a_mirrored_pair_stays_true_and_its_hard_image_makes_it_false():
         ["a red square above a blue square"],
         ["a blue square and a blue square"],
     ]
-    mirroring = _Mirroring(("horizontal", "vertical"), texts, negatives, tokenizer, seed=0)
+    mirroring = Mirroring(("horizontal", "vertical"), texts, negatives, tokenizer, seed=0)
     assert mirroring.hard_axis == ["horizontal", "vertical", None]
     assert mirroring.combos == [(), ("horizontal",), ("vertical",), ("horizontal", "vertical")]
     images = torch.from_numpy(

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from vlcomp.contracts import CAPTIONS_SCHEMA
-from vlcomp.evaluate.train import train_model_job, training_pairs
+from vlcomp.train import train_model_job, training_pairs
 
 COLOURS = ["red", "green", "blue", "yellow"]
 RGB = {
@@ -222,7 +222,7 @@ def test_negclip_loss_is_clip_loss_without_negatives_and_rises_with_close_ones()
     import open_clip
     import torch
 
-    from vlcomp.evaluate.train import negclip_loss
+    from vlcomp.train import negclip_loss
 
     torch.manual_seed(0)
     images = torch.nn.functional.normalize(torch.randn(6, 8), dim=1)
@@ -309,17 +309,17 @@ def test_bad_negatives_table_and_start_checkpoint_name_the_file(tmp_path):
 def test_pick_negatives_draws_per_pair_without_replacement():
     import numpy as np
 
-    from vlcomp.evaluate.train import _pick_negatives
+    from vlcomp.train import pick_negatives
 
     rows = [[0, 1, 2], [], [3], [4, 5, 6, 7]]
-    one = _pick_negatives(rows, 1, np.random.default_rng(0))
+    one = pick_negatives(rows, 1, np.random.default_rng(0))
     assert len(one) == 3 and one[0] in rows[0] and one[1] == 3 and one[2] in rows[3]
-    assert _pick_negatives(rows, 0, np.random.default_rng(0)) == [0, 1, 2, 3, 4, 5, 6, 7]
-    two = _pick_negatives(rows, 2, np.random.default_rng(0))
+    assert pick_negatives(rows, 0, np.random.default_rng(0)) == [0, 1, 2, 3, 4, 5, 6, 7]
+    two = pick_negatives(rows, 2, np.random.default_rng(0))
     assert len(two) == 5 and two[2] == 3
     assert set(two[:2]) <= set(rows[0]) and len(set(two[:2])) == 2
     assert set(two[3:]) <= set(rows[3]) and len(set(two[3:])) == 2
-    again = _pick_negatives(rows, 2, np.random.default_rng(0))
+    again = pick_negatives(rows, 2, np.random.default_rng(0))
     assert again == two
 
 
@@ -354,8 +354,9 @@ def test_all_negatives_per_pair_train_differently_and_reproducibly(tmp_path):
 def test_grid_pool_architecture_trains_reproducibly_and_loads(tmp_path):
     """vlcomp-world-rn-grid (a GridPool in place of the attention pool) trains through the
     same job, byte-identically twice, and its checkpoint loads through the common loader."""
-    from vlcomp.evaluate.models import ModelSpec, load_model
-    from vlcomp.evaluate.towers import GridPool
+    from vlcomp.models.catalogue import ModelSpec
+    from vlcomp.models.loading import load_model
+    from vlcomp.models.towers import GridPool
 
     shards, root = corpus_with_problems(tmp_path)
     entry = {**MODEL_ENTRY, "open_clip": "vlcomp-world-rn-grid"}

@@ -24,13 +24,15 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, "src")
-from vlcomp.evaluate.towers import with_grid_pool  # noqa: E402 (torch only)
+from vlcomp.models.towers import with_grid_pool  # noqa: E402 (torch only)
+from vlcomp.train.losses import negclip_loss  # noqa: E402 (torch and open_clip only)
+from vlcomp.train.schedule import cosine_lr  # noqa: E402
 
 # MIRROR=1: mirrored pairs and hard negative images (train.mirror: [horizontal, vertical]).
-# vlcomp's training module needs polars and pillow too: carry their wheels on a GPU machine.
+# vlcomp.train.mirroring needs polars too (through vlcomp.parse): carry its wheel on a GPU.
 MIRROR = os.environ.get("MIRROR", "") == "1"
 if MIRROR:
-    from vlcomp.evaluate.train import _Mirroring
+    from vlcomp.train.mirroring import Mirroring
 
 DATA = os.environ.get("DATA", ".gpu")
 OUT = os.environ.get("OUT", DATA)
@@ -38,7 +40,7 @@ OUT = os.environ.get("OUT", DATA)
 torch.backends.cuda.matmul.allow_tf32 = True
 torch.backends.cudnn.allow_tf32 = True
 dev = "cuda" if torch.cuda.is_available() else "cpu"
-open_clip.add_model_config("src/vlcomp/evaluate/model_configs")
+open_clip.add_model_config("src/vlcomp/models/model_configs")
 data = np.load(f"{DATA}/images.npz")
 meta = json.loads(Path(f"{DATA}/meta.json").read_text())
 MEAN = torch.tensor(open_clip.OPENAI_DATASET_MEAN, device=dev).view(1, 3, 1, 1)
@@ -52,8 +54,8 @@ def to_tensor(a, size):
     return (x - MEAN) / STD
 
 
-BASE = json.loads(Path("src/vlcomp/evaluate/model_configs/vlcomp-world-rn.json").read_text())
-VIT = json.loads(Path("src/vlcomp/evaluate/model_configs/vlcomp-world-vit8.json").read_text())
+BASE = json.loads(Path("src/vlcomp/models/model_configs/vlcomp-world-rn.json").read_text())
+VIT = json.loads(Path("src/vlcomp/models/model_configs/vlcomp-world-vit8.json").read_text())
 
 
 def variant(name, cfg):
@@ -89,7 +91,7 @@ VARIANTS["rn128t"] = (
 VARIANTS["rn64bi"] = (variant("s-rn64bi", text_cfg(cfg(BASE), no_causal_mask=True)), 64)
 VARIANTS["rn64t"] = (variant("s-rn64t", text_cfg(cfg(BASE), width=128, heads=4, layers=4)), 64)
 # GridPool variants (towers.with_grid_pool): the attention pool replaced by a layout-keeping one.
-GRID = json.loads(Path("src/vlcomp/evaluate/model_configs/vlcomp-world-rn-grid.json").read_text())
+GRID = json.loads(Path("src/vlcomp/models/model_configs/vlcomp-world-rn-grid.json").read_text())
 GRID_VARIANTS = {"grid", "grid128t"}
 VARIANTS["grid"] = (variant("s-grid", cfg(GRID)), 64)  # the world_science preset's control
 VARIANTS["grid128t"] = (
@@ -146,8 +148,8 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
         rows.append(list(range(len(flat), len(flat) + len(options))))
         flat.extend(options)
     neg_tokens = tok(flat).to(dev)
-    if MIRROR:  # train._Mirroring, the workflow's train.mirror: [horizontal, vertical]
-        mirroring = _Mirroring(("horizontal", "vertical"), caps, negs, tok, seed)
+    if MIRROR:  # the workflow's train.mirror: [horizontal, vertical]
+        mirroring = Mirroring(("horizontal", "vertical"), caps, negs, tok, seed)
     img_idx = torch.tensor(img_of, device=dev)
     n = len(caps)
     steps = n // bs
@@ -160,20 +162,14 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
         order = torch.randperm(n)
         for b in range(steps):
             idx = order[b * bs : (b + 1) * bs]
-            warm = 100
-            cur = (
-                lr * (step + 1) / warm
-                if step < warm
-                else 0.5 * lr * (1 + math.cos(math.pi * (step - warm) / max(1, total - warm)))
-            )
             for g in opt.param_groups:
-                g["lr"] = cur
+                g["lr"] = cosine_lr(step, total, lr, warmup=100)
             picked = [r for i in idx.tolist() for r in rows[i]]
             with torch.autocast("cuda", dtype=torch.bfloat16, enabled=dev == "cuda"):
                 if not MIRROR:
                     i_f, t_f, scale = model(images[img_idx[idx.to(dev)]], tokens[idx.to(dev)])
                     n_f = F.normalize(model.encode_text(neg_tokens[picked]), dim=-1)
-                    hard_images = i_f[:0]
+                    hard_images = None
                 else:
                     drawn = mirroring.draw(len(idx))
                     x = mirroring.images(images[img_idx[idx.to(dev)]], drawn)
@@ -184,13 +180,8 @@ def run(label, arch, size, lr, bs=256, epochs=EPOCHS, seed=0):
                     i_f, t_f, scale = model(x, t_tok)
                     n_f = F.normalize(model.encode_text(n_tok), dim=-1)
                     hard_images = F.normalize(model.encode_image(hn), dim=-1)
-                labels = torch.arange(len(idx), device=dev)
-                per_image = scale * i_f @ torch.cat([t_f, n_f]).T
-                per_text = scale * t_f @ torch.cat([i_f, hard_images]).T
-                loss = (
-                    F.cross_entropy(per_image.float(), labels)
-                    + F.cross_entropy(per_text.float(), labels)
-                ) / 2
+                # autocast computes the cross-entropies in float32
+                loss = negclip_loss(i_f, t_f, n_f, scale, hard_images)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -2,8 +2,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
-from vlcomp.evaluate.train import train_model_job
 from vlcomp.joblog import job_log
+from vlcomp.train.jobs import train_model_job
 
 with job_log(snakemake.log[0]) as log:
     train_model_job(
