@@ -1,6 +1,8 @@
 """LLM client layer for any OpenAI-compatible endpoint: settings, cached and budgeted calls,
-structured output, dry-run estimates, and Batch API files (see client.py, cache.py, batch.py)."""
+structured output, dry-run estimates, and Batch API files (see client.py, which says where
+each part lives)."""
 
+from vlcomp.errors import BudgetExhausted
 from vlcomp.llm.batch import (
     BatchOutputError,
     BatchPending,
@@ -10,20 +12,11 @@ from vlcomp.llm.batch import (
     write_batch_files,
 )
 from vlcomp.llm.cache import CacheEntry, ResponseCache
-from vlcomp.llm.client import (
-    Budget,
-    BudgetExhausted,
-    Estimate,
-    LLMClient,
-    LLMSettings,
-    MissingAPIKey,
-    Price,
-    Request,
-    Response,
-    check_strict_schema,
-    estimate_cost,
-    parse_json_tolerant,
-)
+from vlcomp.llm.client import LLMClient
+from vlcomp.llm.estimate import Estimate, estimate_cost
+from vlcomp.llm.request import Request, Response, check_strict_schema, parse_json_tolerant
+from vlcomp.llm.settings import Budget, LLMSettings, Price
+from vlcomp.llm.transport import MissingAPIKey
 
 __all__ = [
     "BatchOutputError",

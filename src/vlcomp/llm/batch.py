@@ -68,12 +68,12 @@ from typing import Any, TypeVar
 from vlcomp.errors import BatchPending, EndpointRefused, EndpointUnreachable, InputError
 from vlcomp.io import atomic_path
 from vlcomp.llm.cache import CacheEntry, ResponseCache
-from vlcomp.llm.client import (
-    FORMATS,
+from vlcomp.llm.context import ClientContext
+from vlcomp.llm.request import Request
+from vlcomp.llm.transport import (
     MAX_RETRY_AFTER_S,
     RETRYABLE_STATUS,
-    LLMClient,
-    Request,
+    equal_jitter_delay,
     retry_after_s,
 )
 from vlcomp.redact import redact
@@ -286,7 +286,7 @@ class BatchRunner:
 
     def __init__(
         self,
-        client: LLMClient,
+        client: ClientContext,
         work_dir: str | Path,
         state_path: str | Path | None = None,
         max_requests_per_file: int = MAX_REQUESTS_PER_FILE,
@@ -342,8 +342,8 @@ class BatchRunner:
             raise BatchOutputError(
                 f"{source}: cannot read {path}: {e.strerror or type(e).__name__}"
             ) from None
-        client._account_batch(entries)
-        client._log(
+        client.accounting.charge_batch_import(entries)
+        client.log(
             f"llm batch: {path}: {counts.imported} answers imported, {counts.already_cached} "
             f"already cached, {counts.failed} failed line(s)"
         )
@@ -400,7 +400,7 @@ class BatchRunner:
             job.update(done=True, status="imported", imported=answered, unanswered=unanswered)
             changed = True
             again = " (written again)" if unanswered else ""
-            self.client._log(
+            self.client.log(
                 f"llm batch: {job['input']} closed by imported output(s): {answered} answered, "
                 f"{unanswered} unanswered{again}"
             )
@@ -419,38 +419,23 @@ class BatchRunner:
         for job in state["jobs"]:
             if self._pending(job):
                 in_flight.update(custom_ids(self.work_dir / job["input"]))
-        fmt = FORMATS[client._format_level]
+        fmt = client.transport.structured_format
         lines, seen = [], set()
-        b = client.settings.budget
-        price = None if client.settings.batch_backend == "vllm" else client.settings.price
-        spent = client.ledger.totals()  # every run's spend counts against the budget
-        calls, tokens, cost = spent.calls, spent.tokens, spent.cost_usd
+        allowance = client.accounting.batch_allowance()  # every run's spend counts
         for r in requests:
             k = client.key(r)
             if k in client.cache or k in in_flight or k in seen:
                 continue
-            pt = r.estimated_prompt_tokens()
             ct = r.max_tokens or client.settings.completion_tokens_estimate
-            c = price.cost(pt, ct, batch=True) if price is not None else 0.0
-            if (
-                (b.max_calls is not None and calls + 1 > b.max_calls)
-                or (b.max_tokens is not None and tokens + pt + ct > b.max_tokens)
-                or (b.max_cost_usd is not None and cost + c > b.max_cost_usd)
-            ):
-                with client._lock:
-                    client._exhausted = client._exhausted or "batch estimate over budget"
+            if not allowance.take(r.estimated_prompt_tokens(), ct):
+                client.accounting.mark_exhausted("batch estimate over budget")
                 logger.warning("llm batch: budget reached; the remaining requests are not written")
                 break
             seen.add(k)
             lines.append(batch_line(r, k, client.settings.model, fmt))
-            calls, tokens, cost = calls + 1, tokens + pt + ct, cost + c
         if not lines:
             return []
-        client.ledger.record(
-            {"calls": len(lines), "model": client.settings.model, "source": "batch"}
-        )
-        with client._lock:
-            client._counts["batch_written"] += len(lines)
+        client.accounting.charge_batch_written(len(lines))
         paths = write_batch_files(
             lines,
             self.work_dir,
@@ -466,7 +451,7 @@ class BatchRunner:
 
     # -- the OpenAI Files / Batches API ------------------------------------------------------
     def _base_url(self) -> str:
-        api = self.client._ensure_client()
+        api = self.client.transport.api()
         return redact(str(api.base_url).rstrip("/"))
 
     def _api(self, what: str, route: str, call: Callable[[], T]) -> T:
@@ -512,8 +497,7 @@ class BatchRunner:
                     f"llm batch: {what} ({route}) at {self._base_url()} failed after "
                     f"{attempt + 1} attempt(s): {reason}"
                 ) from None
-            cap = min(s.backoff_max_s, s.backoff_base_s * (2**attempt))
-            delay = cap / 2 + self._rng.uniform(0, cap / 2)
+            delay = equal_jitter_delay(s, attempt, self._rng)
             if wait_hint is not None:
                 delay = max(delay, min(wait_hint, MAX_RETRY_AFTER_S))
             logger.info(
@@ -524,7 +508,7 @@ class BatchRunner:
 
     def _download(self, file_id: str, path: Path) -> None:
         """Download a file, redacted (a server may quote the key in an error line)."""
-        api = self.client._ensure_client()
+        api = self.client.transport.api()
         route = f"/v1/files/{file_id}/content"
         data = self._api("download", route, lambda: api.files.content(file_id).content)
         text = redact(data.decode("utf-8", errors="replace"))
@@ -533,7 +517,7 @@ class BatchRunner:
 
     def submit(self, state: dict) -> None:
         """Upload and create a batch for every written job without a batch id."""
-        api = self.client._ensure_client()
+        api = self.client.transport.api()
         for job in state["jobs"]:
             if not self._pending(job) or job.get("batch_id"):
                 continue
@@ -558,11 +542,11 @@ class BatchRunner:
             )
             job.update(batch_id=batch.id, status=batch.status)
             self._save(state)
-            self.client._log(f"llm batch: submitted {job['input']} ({job['n']}) as {batch.id}")
+            self.client.log(f"llm batch: submitted {job['input']} ({job['n']}) as {batch.id}")
 
     def poll(self, state: dict) -> int:
         """Refresh every submitted job; import finished ones. Returns the jobs still pending."""
-        api = self.client._ensure_client()
+        api = self.client.transport.api()
         for job in state["jobs"]:
             if not self._pending(job) or not job.get("batch_id"):
                 continue
@@ -606,12 +590,12 @@ class BatchRunner:
                 counts, entries = import_batch_output(
                     fh, client.cache, client.settings.model, client.prompt_version
                 )
-            client._account_batch(entries)
+            client.accounting.charge_batch_import(entries)
             self._log_failures(f"{batch_id} {kind} file", counts)
             answered += counts.imported + counts.already_cached
         unanswered = job["n"] - answered
         job.update(done=True, imported=answered, unanswered=unanswered)
-        client._log(
+        client.log(
             f"llm batch: {batch_id} {job['status']}: {answered} answers imported, "
             f"{unanswered} unanswered (written again on the next run)"
         )
