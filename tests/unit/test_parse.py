@@ -25,7 +25,6 @@ from vlcomp.parse import (
     make_options,
     resolve_predicate_map,
     ud_to_tokens,
-    world_predicate_map,
 )
 from vlcomp.parse.jobs import parse_captions
 from vlcomp.parse.quality import (
@@ -37,9 +36,12 @@ from vlcomp.parse.quality import (
     score,
 )
 from vlcomp.parse.tokens import is_headline_case, prepare, truncate
+from vlcomp.world.vocab import SURFACE_TO_PREDICATE
 from vlcomp_dev.bench.parse import throughput
 
 FACTUAL_DEV = SHARED / "data" / "factual_sg" / "dev.csv"
+# The map the world writes for its parse settings (results/world/predicates.json).
+WORLD_MAP = PredicateMap.build(SURFACE_TO_PREDICATE, strip_verbs=True)
 needs_factual = needs_shared(FACTUAL_DEV)
 
 
@@ -55,7 +57,7 @@ def parser(backend: SpacyBackend) -> CaptionParser:
 
 @pytest.fixture(scope="module")
 def world_parser(backend: SpacyBackend) -> CaptionParser:
-    return CaptionParser(backend, make_options("world"))
+    return CaptionParser(backend, make_options(WORLD_MAP))
 
 
 def readable(graph: SceneGraph) -> tuple[list[str], set[tuple[str, str]], set[tuple[str, ...]]]:
@@ -256,7 +258,7 @@ def test_predicate_map_generic_and_custom(tmp_path):
     custom = PredicateMap.build({"Beside": "next to"}, strip_verbs=True)
     assert custom("beside") == "next to"
     assert custom("stand beside") == "next to"
-    world = world_predicate_map()
+    world = WORLD_MAP
     assert world("sit underneath") == "below"
     assert world("to the right of") == "right of"
     path = tmp_path / "map.yaml"
@@ -389,7 +391,7 @@ def test_parse_captions_job(tmp_path):
     captions.write_parquet(src)
     out = tmp_path / "graphs.parquet"
     messages: list[str] = []
-    parse_captions(src, out, batch_size=2, predicate_map="world", progress=messages.append)
+    parse_captions(src, out, batch_size=2, predicate_map=WORLD_MAP, progress=messages.append)
     graphs = pl.read_parquet(out)
     assert dict(graphs.schema) == GRAPHS_SCHEMA
     assert graphs["caption_id"].to_list() == ["c3", "c1", "c2", "c4"]
@@ -402,7 +404,7 @@ def test_parse_captions_job(tmp_path):
     assert meta["components"] == "tok2vec,tagger,parser"
     assert meta["n_ok"] == 2
     first = out.read_bytes()
-    parse_captions(src, out, batch_size=3, predicate_map="world")
+    parse_captions(src, out, batch_size=3, predicate_map=WORLD_MAP)
     assert out.read_bytes() == first
     pl.DataFrame({"caption_id": ["a"]}).write_parquet(tmp_path / "bad.parquet")
     with pytest.raises(ValueError, match="missing column"):

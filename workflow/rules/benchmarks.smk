@@ -67,6 +67,7 @@ rule benchmark_scale:
         lambda wc: [
             path for entry in SCALE_CORPORA.values() for path in entry["inputs"]
         ],
+        predicate_map=predicate_map_input(),
     output:
         "results/benchmarks/scale.json",
     log:

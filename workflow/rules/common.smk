@@ -316,6 +316,14 @@ def parse_settings(*keys):
     return config_keys(("parse",), keys or (*PARSER_KEYS, *PARSE_RUN_KEYS))
 
 
+def predicate_map_input():
+    """The parse settings' predicate map when it is a file (a preset's, such as the world's
+    results/world/predicates.json): an input of every job that parses, so that it waits for
+    the file and reruns when it changes."""
+    value = config["parse"]["predicate_map"]
+    return [] if value == "generic" else [value]
+
+
 def eval_items_parse(evalset):
     """What an eval set's items job reads of `parse`: COCO captions are parsed (every key),
     Visual Genome's graphs put in the parser's form (graph_canon: lemmatiser, predicates).

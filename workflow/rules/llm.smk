@@ -6,6 +6,7 @@
 rule llm_pairs:
     input:
         eval_items=lambda wc: f"results/eval_sets/{eval_set_of(wc.benchmark)}/items.parquet",
+        predicate_map=predicate_map_input(),
     output:
         generated="results/negatives/{benchmark}/generated.parquet",
         boxes="results/negatives/{benchmark}/boxes.parquet",
@@ -57,6 +58,7 @@ rule llm_productivity:
         candidates="results/negatives/{benchmark}/template/candidates.parquet",
         boxes="results/negatives/{benchmark}/template/boxes.parquet",
         summary="results/negatives/{benchmark}/template/summary.parquet",
+        predicate_map=predicate_map_input(),
     output:
         generated="results/negatives/{benchmark}/generated.parquet",
         boxes="results/negatives/{benchmark}/boxes.parquet",

@@ -1,6 +1,7 @@
 rule parse_shard:
     input:
         "results/captions/{corpus}/captions-{shard}.parquet",
+        predicate_map=predicate_map_input(),
     output:
         "results/graphs/{corpus}/graphs-{shard}.parquet",
     log:
@@ -27,6 +28,7 @@ rule parser_quality:
     input:
         factual=lambda wc: factual_csv() or [],
         gold=GOLD_GRAPHS,
+        predicate_map=predicate_map_input(),
     output:
         table="results/parser/quality.parquet",
         markdown=report(
@@ -40,7 +42,9 @@ rule parser_quality:
     conda:
         "../envs/vlcomp.yaml"
     params:
-        parse=parse_settings("backend", "model", "batch_size"),
+        parse=parse_settings(
+            "backend", "model", "batch_size", "predicate_map", "strip_verbs"
+        ),
         limit=config["parser_quality"]["limit"],
         with_sng=config["parser_quality"]["with_sng"],
     message:

@@ -135,6 +135,7 @@ rule audit_benchmark:
         metrics=lambda wc: (
             f"results/metrics/{wc.benchmark}.parquet" if EVAL_MODELS else []
         ),
+        predicate_map=predicate_map_input(),
     output:
         report=report(
             "results/audit/{benchmark}/{corpus}/audit.md",

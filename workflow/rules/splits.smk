@@ -1,6 +1,7 @@
 rule eval_items:
     input:
         lambda wc: eval_set_inputs(wc.evalset),
+        predicate_map=predicate_map_input(),
     output:
         eval_items="results/eval_sets/{evalset}/items.parquet",
         rejected="results/eval_sets/{evalset}/items_rejected.parquet",

@@ -59,6 +59,19 @@ rule world_scale_corpus:
         "../scripts/world_scale_corpus.py"
 
 
+rule world_predicates:
+    output:
+        "results/world/predicates.json",
+    log:
+        "logs/world/predicates.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "Writing the world's relation surface forms -> predicates (the parse settings' map)"
+    script:
+        "../scripts/world_predicates.py"
+
+
 rule world_manifest:
     output:
         "results/world/manifest.json",

@@ -16,5 +16,7 @@ with job_log(snakemake.log[0]) as log:
         with_sng=snakemake.params.with_sng,
         limit=snakemake.params.limit,
         batch_size=snakemake.params.parse["batch_size"],
+        gold_predicate_map=snakemake.params.parse["predicate_map"],
+        gold_strip_verbs=snakemake.params.parse["strip_verbs"],
         log=log,
     )

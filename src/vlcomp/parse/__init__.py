@@ -1,7 +1,7 @@
 """Caption -> scene graph parser (the ``parse`` stage) and its measurements.
 
 Public API: ``CaptionParser`` (backend + rules), ``extract_graph`` on ``Tokens``,
-``ExtractOptions`` / ``make_options``, ``PredicateMap`` (+ ``world_predicate_map``), and
+``ExtractOptions`` / ``make_options``, ``PredicateMap``, and
 the job functions ``parse_captions`` and ``parser_quality`` (the parser's throughput
 benchmark is ``vlcomp_dev.bench.parse``).
 """
@@ -25,7 +25,6 @@ from .predicates import (
     DEFAULT_PREDICATE_MAP,
     PredicateMap,
     resolve_predicate_map,
-    world_predicate_map,
 )
 from .quality import parser_quality
 from .tokens import Tokens
@@ -53,5 +52,4 @@ __all__ = [
     "parser_quality",
     "resolve_predicate_map",
     "ud_to_tokens",
-    "world_predicate_map",
 ]

@@ -69,7 +69,7 @@ def parse_captions(
     """Parse a captions Parquet file (``caption_id``, ``text``) into a ``graphs`` table.
 
     Rows keep the input order; a missing, empty or unparsable text gives ``ok`` false and
-    an empty graph (never an error). ``predicate_map``: ``None``/"generic", "world", a
+    an empty graph (never an error). ``predicate_map``: ``None``/"generic", a
     mapping, or a YAML/JSON file (see ``predicates.resolve_predicate_map``). The parser,
     model and library versions and the options go into the file's metadata
     (``vlcomp.parser``, JSON) and the ``parser`` column.

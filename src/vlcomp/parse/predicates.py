@@ -138,29 +138,19 @@ class PredicateMap:
         return hashlib.sha256(doc.encode()).hexdigest()[:16]
 
 
-def world_predicate_map() -> PredicateMap:
-    """The synthetic world's surface forms -> canonical predicates, verbs stripped."""
-    from vlcomp.world.vocab import SURFACE_TO_PREDICATE
-
-    return PredicateMap.build(SURFACE_TO_PREDICATE, strip_verbs=True)
-
-
 def resolve_predicate_map(
     spec: str | Path | Mapping[str, str] | PredicateMap | None, strip_verbs: bool | None = None
 ) -> PredicateMap:
     """A ``PredicateMap`` from a config value.
 
-    ``None`` or ``"generic"``: the generic map. ``"world"``: the synthetic world's map
-    (``strip_verbs`` on unless given). A mapping: generic + that mapping. A path to a
-    YAML or JSON file holding a mapping: the same, read from the file.
+    ``None`` or ``"generic"``: the generic map. A mapping: generic + that mapping. A path
+    to a YAML or JSON file holding a mapping (a data preset's, such as the world's
+    ``results/world/predicates.json``): the same, read from the file.
     """
     if isinstance(spec, PredicateMap):
         return spec
     if spec is None or spec == "generic":
         return PredicateMap.build(strip_verbs=bool(strip_verbs))
-    if spec == "world":
-        world = world_predicate_map()
-        return world if strip_verbs is None else PredicateMap(world.mapping, strip_verbs)
     mapping = _read_mapping(Path(spec)) if isinstance(spec, str | Path) else dict(spec)
     return PredicateMap.build(mapping, strip_verbs=bool(strip_verbs))
 
@@ -169,7 +159,7 @@ def _read_mapping(path: Path) -> dict[str, str]:
     import json
 
     if not path.exists():
-        raise FileNotFoundError(f"predicate map {path}: no such file (or use generic/world)")
+        raise FileNotFoundError(f"predicate map {path}: no such file (or use generic)")
     text = path.read_text()
     if path.suffix == ".json":
         data = json.loads(text)

@@ -291,7 +291,8 @@ def parser_quality(
     batch_size: int = 256,
     n_process: int = 1,
     with_sng: bool = True,
-    world_predicate_map: str | Mapping[str, str] | None = "world",
+    gold_predicate_map: str | Path | Mapping[str, str] | None = None,
+    gold_strip_verbs: bool | None = None,
     log: Callable[[str], None] | None = None,
 ) -> pl.DataFrame:
     """Precision/recall of our parser (and ``sng_parser``) on FACTUAL and world truth.
@@ -299,7 +300,8 @@ def parser_quality(
     Writes ``out_table`` (Parquet, ``QUALITY_SCHEMA``; versions in its metadata) and the
     same table as Markdown beside it (``.md``). ``limit`` caps captions per dataset. Our
     parser is scored twice on FACTUAL: with default options, and with ``numerals`` on
-    (FACTUAL annotates counts as attributes, "( boats , is , 5 )").
+    (FACTUAL annotates counts as attributes, "( boats , is , 5 )"). The gold graph tables
+    are parsed with ``gold_predicate_map`` / ``gold_strip_verbs`` (the parse settings).
     """
     say = log or (lambda _m: None)
     backend_kwargs: dict[str, Any] = {"model": model} if backend == "spacy" else {}
@@ -341,7 +343,7 @@ def parser_quality(
         name = f"factual_{Path(factual_csv).stem}"
         rows += evaluate_dataset(name, texts, gold, parsers, lemmatizer, generic.options.predicates)
 
-    world_map = resolve_predicate_map(world_predicate_map)
+    world_map = resolve_predicate_map(gold_predicate_map, gold_strip_verbs)
     world = CaptionParser(generic.backend, make_options(world_map))
     for path in map(Path, world_truth_paths):
         texts, gold, gold_lemmas = read_world_truth(path, limit)

@@ -1,8 +1,9 @@
 """Synthetic world: rendered scenes of coloured shapes, captions with ground-truth
 scene graphs, and training corpora with controlled hold-outs.
 
-Entry points: ``build_eval_set``, ``build_corpus``, ``write_manifest``; helpers
-``parse_world_config``, ``load_holdout`` and ``scene_holdout_items``.
+Entry points: ``build_eval_set``, ``build_corpus``, ``write_manifest``,
+``write_predicate_map``; helpers ``parse_world_config``, ``load_holdout`` and
+``scene_holdout_items``.
 """
 
 from .build import (
@@ -12,6 +13,7 @@ from .build import (
     eval_scenes,
     manifest,
     write_manifest,
+    write_predicate_map,
 )
 from .captions import Caption, alt_text_caption, clean_caption, eval_captions
 from .config import CorpusSpec, Holdout, WorldSpec, load_holdout, parse_world_config
@@ -44,4 +46,5 @@ __all__ = [
     "render_scene",
     "scene_holdout_items",
     "write_manifest",
+    "write_predicate_map",
 ]

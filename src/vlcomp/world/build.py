@@ -30,7 +30,7 @@ from .formats import (
 from .preset import scale_files
 from .render import write_png
 from .scenes import MAX_SCENE_TRIES, Scene, SceneSampler, scene_holdout_items
-from .vocab import COLOUR_RGB, RELATION_SURFACES
+from .vocab import COLOUR_RGB, RELATION_SURFACES, SURFACE_TO_PREDICATE
 
 log = logging.getLogger(__name__)
 
@@ -364,6 +364,12 @@ def write_manifest(world_cfg: Mapping[str, Any], path: Path) -> None:
     seed are not in it, so that changing them leaves the manifest (and the checks that
     read it) untouched."""
     write_json_atomic(Path(path), manifest(world_cfg))
+
+
+def write_predicate_map(path: Path) -> None:
+    """Write the world's relation surface forms -> canonical predicates as JSON, the file
+    the parse settings' ``predicate_map`` names (``"to the left of"`` -> ``"left of"``)."""
+    write_json_atomic(Path(path), dict(sorted(SURFACE_TO_PREDICATE.items())))
 
 
 SCALE_CHUNK = 100_000
