@@ -437,7 +437,7 @@ def _check_stage_options(config: dict[str, Any]) -> list[str]:
             "endpoint (llm.model, llm.base_url, llm.api_key_env)"
         )
     if config["llm"]:
-        from vlcomp.llm.client import LLMSettings
+        from vlcomp.llm.settings import LLMSettings
 
         try:
             LLMSettings.from_config(config["llm"])

@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.llm.client import DEFAULTS as LLM_DEFAULTS
+from vlcomp.llm.settings import DEFAULTS as LLM_DEFAULTS
 from vlcomp.negatives.llm.validate import RULES, GraphReader, PairCheck, PairValidator
 from vlcomp.splits.items import make_parser
 

@@ -35,7 +35,7 @@ from vlcomp.llm import (
     parse_json_tolerant,
     write_batch_files,
 )
-from vlcomp.llm.client import retry_after_s
+from vlcomp.llm.transport import retry_after_s
 
 KEY_ENV = "VLCOMP_TEST_LLM_KEY"
 

@@ -18,7 +18,7 @@ from vlcomp.config import (  # noqa: E402
     validate_config,
 )
 from vlcomp.ingest.parts import part_name, plan_parts  # noqa: E402
-from vlcomp.llm.client import LLMSettings  # noqa: E402
+from vlcomp.llm.settings import LLMSettings  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 from vlcomp.text import TEXT_LAYER_VERSION  # noqa: E402
@@ -265,7 +265,7 @@ MODEL_SOURCE_KEYS = (
 )
 # Sections a user writes freely, their jobs filling in defaults: every key the job knows
 # (vlcomp.negatives.systematicity.DEFAULT_SETTINGS, ...productivity.ProductivitySettings,
-# vlcomp.llm.client.DEFAULTS).
+# vlcomp.llm.settings.DEFAULTS).
 SYSTEMATICITY_KEYS = tuple(
     "min_count atom_negatives comp_negatives compounds allow_fewer max_foils comp_foils "
     "image_scope senses max_hops min_depth image_ref".split()

@@ -1,28 +1,6 @@
-"""Models that score an (image, text) pair jointly (``models.<key>.transformers.kind``
-``matching_head`` or ``vqascore``), scored into the same prediction and metric tables as
-embedding models.
-
-**Matching heads** (``MatchingHead``; BLIP's ``BlipForImageTextRetrieval``): the vision
-tower runs once per image (or crop); each (image, text) pair is one pass of the text encoder
-cross-attending to the image tokens, and the ITM head's two logits give the score
-``logit(match) - logit(no match)``: the log-odds of the match probability
-``softmax(logits)[1]`` that BLIP reports, the same order without its saturation at 1.0 in
-float32 (which would turn clear wins into ties). The model's ITC projections give
-embeddings (``encode_image`` / ``encode_text``, normalised by the embedding code): image-text
-retrieval ranks every query's gallery by ITC and reranks its ``rerank_top_k`` best by ITM
-(BLIP's retrieval evaluation; BLIP adds the ITC similarity to the ITM logit there, here the
-reranked order is ITM's alone, so that k = all is exhaustive ITM), and SugarCrepe++'s
-text-only comparison uses the ITC text embeddings. The ITM pass sees the text as the
-processor tokenises it (``[CLS] ... [SEP]``), as ``BlipForImageTextRetrieval.forward`` does.
-
-**VQAScore** (``VQAScorer``; Lin et al. 2024, t2v_metrics; any model
-``AutoModelForImageTextToText`` loads with a processor that has an image token, e.g.
-``LlavaForConditionalGeneration``): the score is ``log P(answer | image, prompt)``, the
-teacher-forced sum of the answer tokens' log-probabilities after the prompt (``prompt``
-around ``question`` around the text; VQAScore = exp(score)). Each pair is one forward pass
-of the whole model (vision tower and language model over the image tokens and the prompt);
-nothing is shared between pairs. There are no embeddings: retrieval scores every (image,
-text) pair, and SugarCrepe++'s text-only comparison cannot be computed.
+"""Scoring with the models that score an (image, text) pair jointly (``vlcomp.models.joint``:
+matching heads and VQAScore): candidate sets, two-image sets and retrieval, into the same
+prediction and metric tables as embedding models.
 
 Cost per item (forward passes): a set of K candidates for one image costs one vision pass
 and K fused passes (matching head) or K full passes (VQAScore); a two-image item 2 vision

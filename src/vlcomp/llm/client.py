@@ -71,7 +71,7 @@ Where the parts live: ``settings.py`` (the ``llm:`` config block, ``LLMSettings`
 ``openai`` client, retries, refusals, the circuit breaker), ``accounting.py`` (budget, spend
 ledger, counters), ``report.py`` (progress and summary lines), ``estimate.py`` (dry-run and
 cost estimates), ``sync.py`` and ``batch.py`` (the two modes, picked in ``modes.py``). This
-module ties them together; it also re-exports the names that callers import from it.
+module ties them together.
 """
 
 from __future__ import annotations
@@ -85,66 +85,23 @@ from vlcomp import redact
 from vlcomp.errors import BudgetExhausted, EndpointRefused
 from vlcomp.llm.accounting import Accounting
 from vlcomp.llm.cache import ResponseCache
-from vlcomp.llm.estimate import Estimate, estimate_cost
+from vlcomp.llm.estimate import Estimate
 from vlcomp.llm.ledger import SpendLedger
 from vlcomp.llm.modes import answer_mode
 from vlcomp.llm.report import summary_line
 from vlcomp.llm.request import (
-    KEY_FORMAT,
-    MALFORMED,
     Request,
     Response,
-    check_strict_schema,
-    parse_json_tolerant,
     response_from_entry,
 )
 from vlcomp.llm.settings import (
-    BATCH_BACKENDS,
-    DEFAULT_TEMPERATURES,
-    DEFAULTS,
-    FORMATS,
-    MODES,
-    STRUCTURED_OUTPUT,
-    Budget,
     LLMSettings,
-    Price,
 )
 from vlcomp.llm.transport import (
-    MAX_RETRY_AFTER_S,
-    RETRYABLE_STATUS,
     ChatTransport,
-    MissingAPIKey,
     endpoint_name,
     endpoint_refusal,
-    retry_after_s,
 )
-
-__all__ = [
-    # re-exported from the modules this one was split into; callers import them from here
-    "BATCH_BACKENDS",
-    "DEFAULTS",
-    "DEFAULT_TEMPERATURES",
-    "FORMATS",
-    "KEY_FORMAT",
-    "MALFORMED",
-    "MAX_RETRY_AFTER_S",
-    "MODES",
-    "RETRYABLE_STATUS",
-    "STRUCTURED_OUTPUT",
-    "Budget",
-    "Estimate",
-    "LLMClient",
-    "LLMSettings",
-    "MissingAPIKey",
-    "Price",
-    "Request",
-    "Response",
-    "check_strict_schema",
-    "estimate_cost",
-    "parse_json_tolerant",
-    "response_from_entry",
-    "retry_after_s",
-]
 
 logger = logging.getLogger("vlcomp.llm")
 

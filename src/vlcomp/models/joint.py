@@ -22,18 +22,7 @@ teacher-forced sum of the answer tokens' log-probabilities after the prompt (``p
 around ``question`` around the text; VQAScore = exp(score)). Each pair is one forward pass
 of the whole model (vision tower and language model over the image tokens and the prompt);
 nothing is shared between pairs. There are no embeddings: retrieval scores every (image,
-text) pair, and SugarCrepe++'s text-only comparison cannot be computed.
-
-Cost per item (forward passes): a set of K candidates for one image costs one vision pass
-and K fused passes (matching head) or K full passes (VQAScore); a two-image item 2 vision
-passes and 4 fused passes, or 4 full passes. Retrieval over N images x M texts: N + M
-unimodal passes and at most (N + M) x k fused passes (matching head, pairs shared between
-the two directions), N x M full passes (VQAScore). ``PairScorer.counts`` counts them.
-
-Scores are float32, cached per (image or crop, text) under the model's embedding cache
-folder (``pair_cache``: the scorer's settings are part of the shard name); images are decoded
-in this process (no DataLoader workers: the fused passes dominate).
-"""
+text) pair, and SugarCrepe++'s text-only comparison cannot be computed."""
 
 from __future__ import annotations
 
