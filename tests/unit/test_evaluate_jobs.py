@@ -265,7 +265,7 @@ def test_retrieval_job(data, checkpoint):
 
 
 def test_heldout_resplits_predictions_and_ranks(data, checkpoint, tmp_path):
-    from vlcomp.world.heldout import (
+    from vlcomp.world.checks.heldout import (
         HELDOUT_METRIC_SCHEMA,
         heldout_metrics_job,
         heldout_retrieval_job,

@@ -38,6 +38,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("config",),
 )  # fmt: skip
 UNLAYERED = ("world",)  # imports anything; only the settings layer names it
+# ... except its generator (every module but its ground-truth checks): a source of files.
+WORLD_CHECKS = "vlcomp.world.checks"
 # Presentation reads tables: it takes their vocabulary from the ground, not another stage's code.
 GROUND_ONLY = ("report",)
 LAYER_OF = {package: n for n, packages in enumerate(LAYERS) for package in packages}
@@ -118,6 +120,10 @@ def against_layers(edges: dict[str, dict[str, bool]]) -> list[str]:
                 problems.append(f"{module} imports the development package ({target})")
                 continue
             dest = package_of(target)
+            if source == "world" and not module.startswith(WORLD_CHECKS):
+                if target.startswith(WORLD_CHECKS) or LAYER_OF.get(dest, 0) > 1:
+                    problems.append(f"{module}: the world's generator imports {target}")
+                continue
             if source == dest or source in UNLAYERED:
                 continue
             if dest in UNLAYERED:
@@ -208,6 +214,8 @@ def test_no_import_circle():
         ({"report/a.py": "from vlcomp.evaluate import b\n", "evaluate/b.py": ""}, 1, 0),
         ({"parse/a.py": "def f():\n    from vlcomp.world import w\n", "world/w.py": ""}, 1, 0),
         ({"report/a.py": "from vlcomp.vocabulary import ALL\n", "vocabulary.py": ""}, 0, 0),
+        ({"world/a.py": "from vlcomp.evaluate import b\n", "evaluate/b.py": ""}, 1, 0),
+        ({"world/checks/a.py": "from vlcomp.evaluate import b\n", "evaluate/b.py": ""}, 0, 0),
         ({"evaluate/a.py": "from . import b\n", "evaluate/b.py": "def f():\n    from . import a\n"},
          0, 1),
     ],

@@ -29,7 +29,7 @@ from vlcomp.splits import (
 )
 from vlcomp.vocabulary import BUCKETS
 from vlcomp.world import DEFAULT_WORLD_CONFIG, build_corpus, build_eval_set, write_manifest
-from vlcomp.world.groundtruth import check_world_splits, items_from_truth
+from vlcomp.world.checks.groundtruth import check_world_splits, items_from_truth
 from vlcomp_dev.bench.counts import benchmark_counting
 
 Obj = tuple[int, str | None, str | None]

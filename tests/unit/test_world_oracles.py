@@ -9,7 +9,7 @@ import pytest
 from vlcomp.evaluate.metrics import EvalSettings
 from vlcomp.world import SceneSampler, alt_text_caption, clean_caption, parse_world_config
 from vlcomp.world.captions import eval_captions
-from vlcomp.world.oracles import (
+from vlcomp.world.checks.oracles import (
     OracleScene,
     RelationReading,
     Unreadable,
@@ -274,7 +274,7 @@ def test_summary_shows_oracles_beside_models(tmp_path):
 
 def test_job_fails_on_a_rejected_or_unreadable_positive(tmp_path):
     from vlcomp.io import write_parquet
-    from vlcomp.world.oracles import oracle_job
+    from vlcomp.world.checks.oracles import oracle_job
 
     scenes = pl.DataFrame(
         [(1, k, o.shape, o.colour, o.size, o.x, o.y, o.side, o.side)

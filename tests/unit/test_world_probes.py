@@ -1,4 +1,4 @@
-"""Linear probes (vlcomp.world.probes) on synthetic features whose answer is known."""
+"""Linear probes (vlcomp.world.checks.probes) on synthetic features whose answer is known."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from vlcomp.world.probes import (
+from vlcomp.world.checks.probes import (
     RELATIONS,
     ProbeSettings,
     binding_items,
@@ -231,7 +231,7 @@ def test_probes_job_end_to_end_on_rendered_scenes(tmp_path):
     import torch
 
     from vlcomp.models import loading  # noqa: F401  (registers world configs)
-    from vlcomp.world.probes import image_features, probes_job
+    from vlcomp.world.checks.probes import image_features, probes_job
     from vlcomp.world.render import write_png
     from vlcomp.world.scenes import Scene, SceneObject
 

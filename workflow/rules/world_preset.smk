@@ -28,7 +28,7 @@ def world_corpus_settings(corpus):
     return world_preset.corpus_settings(world_scene(), corpus)
 
 
-# What the probes read of world.probes (vlcomp.world.probes.ProbeSettings).
+# What the probes read of world.probes (vlcomp.world.checks.probes.ProbeSettings).
 PROBE_KEYS = ("max_train_scenes", "pca_dims", "c", "bootstrap_resamples", "seed")
 
 

@@ -1,4 +1,4 @@
-# Linear probes on the world models' frozen features (vlcomp.world.probes): do the image
+# Linear probes on the world models' frozen features (vlcomp.world.checks.probes): do the image
 # embedding, the feature map before pooling and the text tower carry relations and
 # bindings? Only when world.probes.models names models (config/presets/world_science.yaml).
 

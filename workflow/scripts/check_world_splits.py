@@ -5,7 +5,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 from pathlib import Path
 
 from vlcomp.joblog import job_log
-from vlcomp.world.groundtruth import check_world_splits
+from vlcomp.world.checks.groundtruth import check_world_splits
 
 with job_log(snakemake.log[0]) as log:
     report = check_world_splits(

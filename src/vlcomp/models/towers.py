@@ -13,7 +13,7 @@ class GridPool(nn.Module):
     """An image pool that keeps the layout: each cell of the last feature map is normalised,
     then the flattened C x H x W map goes through one linear map, so every (cell, channel)
     has its own weights. CLIP's attention pool averages the cells into one vector, which
-    keeps what is in the image but not where (``vlcomp.world.probes``); through this pool a
+    keeps what is in the image but not where (``vlcomp.world.checks.probes``); through this pool a
     relation ("A left of B") is a linear function of the map, which a dot product with a
     text embedding can score."""
 

@@ -345,7 +345,7 @@ def _renumber(segments: list[Segment], text: _Text) -> Caption:
 
 # ------------------------------------------------------------------------ alt-text style
 
-_ALT_SUFFIXES = (
+ALT_SUFFIXES = (
     " - stock illustration",
     " clipart png",
     " | free vector",
@@ -362,7 +362,7 @@ _ALT_SUFFIXES = (
     " wallpaper",
 )
 _ALT_SEPARATORS = (" and ", " & ", ", ", " ", " + ", " / ", " and ")
-_ALT_PREFIXES = ("vector illustration of ", "set of ", "icons: ", "")
+ALT_PREFIXES = ("vector illustration of ", "set of ", "icons: ", "")
 
 
 def _title(s: str) -> str:
@@ -412,14 +412,14 @@ def alt_text_caption(
             segments.append((sep, None))
         segments += part
     if rng.random() < 0.2:
-        segments.insert(0, (_choice(rng, _ALT_PREFIXES), None))
+        segments.insert(0, (_choice(rng, ALT_PREFIXES), None))
     case = rng.random()
     if case < 0.45:
         segments = [(_title(s), node) for s, node in segments]
     elif case < 0.65:
         segments = _capitalise(segments)
     if rng.random() < 0.8:
-        suffix = _choice(rng, _ALT_SUFFIXES)
+        suffix = _choice(rng, ALT_SUFFIXES)
         if case < 0.45 and rng.random() < 0.6:
             suffix = _title(suffix)
         if rng.random() < 0.1:

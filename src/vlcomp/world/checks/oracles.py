@@ -54,11 +54,10 @@ from vlcomp.io import write_parquet
 from vlcomp.refine.words import word_prior_accuracy
 from vlcomp.text import plural
 from vlcomp.vocabulary import negative_type
-
-from .captions import _ALT_PREFIXES, _ALT_SUFFIXES
-from .config import parse_world_config
-from .scenes import SceneObject, relation_between
-from .vocab import NUMBER_WORDS, SURFACE_TO_PREDICATE
+from vlcomp.world.captions import ALT_PREFIXES, ALT_SUFFIXES
+from vlcomp.world.config import parse_world_config
+from vlcomp.world.scenes import SceneObject, relation_between
+from vlcomp.world.vocab import NUMBER_WORDS, SURFACE_TO_PREDICATE
 
 Log = Callable[[str], None]
 
@@ -112,8 +111,8 @@ _FRAMES: tuple[str, ...] = (
     "an image of",
     "a drawing of",
     "this image shows",
-    *(p.strip(" :") for p in _ALT_PREFIXES if p.strip()),
-    *(s.strip(" -|") for s in _ALT_SUFFIXES),
+    *(p.strip(" :") for p in ALT_PREFIXES if p.strip()),
+    *(s.strip(" -|") for s in ALT_SUFFIXES),
 )
 _FILLERS = frozenset({"there", "is", "are", "sit", "sits", "also", "plus", "with", "has", "have"})
 _SEPARATORS = {

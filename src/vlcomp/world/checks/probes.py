@@ -38,8 +38,7 @@ import polars as pl
 
 from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.io import atomic_path, write_parquet
-
-from .scenes import SceneObject, relation_between
+from vlcomp.world.scenes import SceneObject, relation_between
 
 Log = Callable[[str], None]
 
