@@ -155,7 +155,7 @@ def save_random_checkpoint(path: Path) -> None:
     import open_clip
     import torch
 
-    from vlcomp.models.catalogue import MODEL_CONFIG_DIR  # registers vlcomp-world-vit
+    from vlcomp.models.loading import MODEL_CONFIG_DIR  # registers vlcomp-world-vit
 
     assert MODEL_CONFIG_DIR.is_dir()
     torch.manual_seed(0)

@@ -64,7 +64,7 @@ def register_architectures() -> list[str]:
     its own use) and return their names."""
     import open_clip
 
-    from vlcomp.models.catalogue import MODEL_CONFIG_DIR  # importing it registers them
+    from vlcomp.models.loading import MODEL_CONFIG_DIR  # importing it registers them
 
     names = sorted(path.stem for path in MODEL_CONFIG_DIR.glob("*.json"))
     missing = [name for name in names if name not in open_clip.list_models()]
