@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 from vlcomp.evaluate.embed import ImageRef, embed_image_refs, embed_texts  # noqa: E402
 from vlcomp.evaluate.joint_scoring import score_pairs
 from vlcomp.models.catalogue import ModelSpec  # noqa: E402
-from vlcomp.models.joint import is_pair_scorer  # noqa: E402
+from vlcomp.models.joint import PairScorer  # noqa: E402
 from vlcomp.models.loading import load_model
 from vlcomp.models.tiny_models import (  # noqa: E402
     save_tiny_blip_itm,
@@ -37,7 +37,7 @@ TEXTS = ["a red circle left of a blue square", "a blue circle", "two stars above
 
 
 def scores(loaded, refs):
-    if is_pair_scorer(loaded):
+    if isinstance(loaded.model, PairScorer):
         values, _ = score_pairs(loaded, [(r, t) for r in refs for t in TEXTS], batch_size=8)
         return values
     images, _ = embed_image_refs(loaded, refs, batch_size=8)

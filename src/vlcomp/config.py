@@ -41,12 +41,26 @@ def _key_path(path: Any) -> str:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    """One line per problem, naming the key. A schema's ``x-message`` replaces the
+    validator's message (which quotes the value: never for a key that may hold a secret),
+    and ``x-forbidden`` gives the reason a key must not be there."""
     where = _key_path(error.absolute_path)
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
         allowed = sorted(error.schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(allowed))
+        forbidden = error.schema.get("x-forbidden", {})
+        lines = [
+            f"config key '{where}.{key}': {forbidden[key]}" for key in extra if key in forbidden
+        ]
+        extra = [key for key in extra if key not in forbidden]
         hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        return f"config key '{where}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
+        if extra:
+            lines.append(
+                f"config key '{where}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
+            )
+        return "\n  ".join(lines)
+    if "x-message" in error.schema:
+        return f"config key '{where}': {' '.join(error.schema['x-message'].split())}"
     if error.validator == "oneOf" and isinstance(error.instance, dict):
         return (
             f"config key '{where}': give exactly one of 'pretrained', 'checkpoint' or 'train' "
@@ -93,8 +107,10 @@ def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]
 
     ``snakemake --config key={a: 1}`` reads nested values with YAML's BaseLoader, which keeps
     every scalar a string ("400000", "true"): a string the schema does not accept where it
-    accepts what the text says as YAML (or as a float: "1e-3") becomes that value. Anything
-    else is left for the validator to report."""
+    accepts what the text says as YAML (or as a float: "1e-3") becomes that value, and so
+    does one whose reading has the type the schema asks for (so that "0" where the key must
+    be positive is reported as 0, out of range). Anything else is left for the validator to
+    report, naming the key."""
     if "$ref" in schema:
         name = schema["$ref"].rsplit("/", 1)[-1]
         schema = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
@@ -113,8 +129,12 @@ def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]
         return [coerce_to_schema(value, schema["items"], root) for value in instance]
     if not isinstance(instance, str) or not schema or _accepts(schema, root, instance):
         return instance
-    for reading in _readings(instance):
+    readings = _readings(instance)
+    for reading in readings:
         if _accepts(schema, root, reading):
+            return reading
+    for reading in readings:  # the type the key wants, out of range: the range is reported
+        if "type" in schema and _accepts({"type": schema["type"]}, root, reading):
             return reading
     return instance
 
@@ -139,16 +159,38 @@ def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     ConfigError naming every bad key. Strings where the schema wants numbers, booleans or
     nulls (``--config`` overrides) are read as such first (``coerce_to_schema``)."""
     schema = load_schema()
+    filled = _checked(config, schema)
+    if not config.get("llm"):  # an empty llm block is no endpoint, as null is
+        filled["llm"] = None
+    filled = _register_presets(filled)
+    filled = drop_absent_eval_sets(filled)
+    _check_references(filled)
+    return filled
+
+
+def validate_section(name: str, value: Any) -> Any:
+    """One top-level section (``llm``, ``evaluate``, ...) checked against its schema and
+    filled with its defaults as ``validate_config`` does, without the rules that span
+    sections; ConfigError names every bad key."""
+    schema = load_schema()
+    if name not in schema["properties"]:
+        raise ConfigError(f"invalid configuration:\n  config key '{name}': not a section")
+    sub = {
+        "$defs": schema["$defs"],
+        "type": "object",
+        "properties": {name: schema["properties"][name]},
+    }
+    return _checked({name: value}, sub)[name]
+
+
+def _checked(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """``config`` coerced, validated against ``schema`` and filled with its defaults."""
     config = coerce_to_schema(config, schema, schema)
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(map(_describe, errors)))
-    filled = _fill_defaults(copy.deepcopy(config), schema, schema)
-    filled = _register_presets(filled)
-    filled = drop_absent_eval_sets(filled)
-    _check_references(filled)
-    return filled
+    return _fill_defaults(copy.deepcopy(config), schema, schema)
 
 
 def _absent_paths(key: str, entry: dict[str, Any]) -> list[str]:

@@ -98,7 +98,77 @@ def test_validation_does_not_modify_its_input(default_config):
             lambda c: c.update(
                 eval_sets={"v": {"format": "visual_genome", "images": "i", "regions": {"x": 1}}}
             ),
+            "config key 'eval_sets.v.regions': unknown key(s) 'x' (allowed: clip_to_image,",
+        ),
+        (
+            lambda c: c.update(eval_sets={"v": {"format": "visual_genome", "images": "i"}}),
             "config key 'eval_sets.v.dir': required for format visual_genome",
+        ),
+        (
+            lambda c: c.update(
+                eval_sets={
+                    "v": {
+                        "format": "visual_genome",
+                        "images": "i",
+                        "dir": "d",
+                        "regions": {"dedupe": "all", "rules": {"english": "no"}},
+                    }
+                }
+            ),
+            "config key 'eval_sets.v.regions.dedupe': 'all' is not one of",
+        ),
+        (
+            lambda c: c.update(
+                eval_sets={
+                    "s": {
+                        "format": "aro",
+                        "files": ["f"],
+                        "images": "i",
+                        "options": {"tasks": {"a.json": "vg_relations"}},
+                    }
+                }
+            ),
+            "config key 'eval_sets.s.options.tasks.a.json': 'vg_relations' is not one of",
+        ),
+        (
+            lambda c: c.update(
+                corpora={
+                    "own": {"format": "text_lines", "inputs": ["x"], "options": {"header": "maybe"}}
+                }
+            ),
+            "config key 'corpora.own.options.header': 'maybe' is not of type 'boolean'",
+        ),
+        (  # an option of another format: the format registry says so
+            lambda c: c.update(
+                corpora={
+                    "own": {"format": "text_lines", "inputs": ["x"], "options": {"header": False}}
+                }
+            ),
+            "config key 'corpora.own.options': text_lines: unknown option(s) ['header']",
+        ),
+        (
+            lambda c: c.update(ingest={"rules": {"max_chars": 0}}),
+            "config key 'ingest.rules.max_chars': 0 is less than the minimum of 1",
+        ),
+        (
+            lambda c: c["scorers"].update(tiny_gpt2={"settings": {"n_layers": 2}}),
+            "config key 'scorers.tiny_gpt2.settings': unknown key(s) 'n_layers'",
+        ),
+        (
+            lambda c: c["negatives"].update(systematicity={"atom_negatives": 0}),
+            "config key 'negatives.systematicity.atom_negatives': 0 is less than the minimum",
+        ),
+        (
+            lambda c: c["negatives"].update(systematicity={"comp_negative": 3}),
+            "config key 'negatives.systematicity': unknown key(s) 'comp_negative'",
+        ),
+        (
+            lambda c: c["negatives"].update(productivity={"families": ["atom", "replace"]}),
+            "config key 'negatives.productivity.families[1]': 'replace' is not one of",
+        ),
+        (  # a rule between two keys: the stage's own check
+            lambda c: c["negatives"].update(productivity={"min_negatives": 6}),
+            "config key 'negatives.productivity': productivity: min_negatives must lie in",
         ),
         (
             lambda c: c["benchmarks"]["crepe_systematicity"].update(families=["swap_att"]),
@@ -121,7 +191,11 @@ def test_validation_does_not_modify_its_input(default_config):
         ),
         (
             lambda c: c.update(llm={"model": "m", "min_yield": 2}),
-            "llm.min_yield",
+            "config key 'llm.min_yield': 2 is greater than the maximum of 1",
+        ),
+        (
+            lambda c: c.update(llm={"model": "m", "budget": {"max_cost_usd": 5}}),
+            "config key llm.budget.max_cost_usd needs a price for the model: add llm.prices.m",
         ),
         (
             lambda c: c["negatives"].update(systematicity={"senses": "first"}),
@@ -332,3 +406,164 @@ def test_config_overrides_are_read_as_the_schema_types(default_config):
     default_config["throughput"]["scale_captions"] = "many"
     with pytest.raises(ConfigError, match="throughput.scale_captions"):
         validate_config(default_config)
+
+
+def test_config_overrides_out_of_range_name_the_key_and_value(default_config):
+    """A string override whose reading has the key's type but not its range is reported
+    as that value (not as a string the key does not take)."""
+    from snakemake.cli import parse_config
+    from snakemake.utils import update_config
+
+    overrides = parse_config(["negatives={systematicity: {atom_negatives: 3}}"])
+    update_config(default_config, overrides)
+    assert validate_config(default_config)["negatives"]["systematicity"]["atom_negatives"] == 3
+    update_config(default_config, parse_config(["negatives={systematicity: {max_hops: 0}}"]))
+    with pytest.raises(ConfigError, match=r"systematicity.max_hops': 0 is less than the minim"):
+        validate_config(default_config)
+
+
+@pytest.mark.parametrize(
+    ("block", "expected"),
+    [
+        ({"max_concurrency": 0}, "'llm.max_concurrency': 0 is less than the minimum of 1"),
+        ({"max_concurrency": True}, "'llm.max_concurrency': True is not of type 'integer'"),
+        ({"mode": "stream"}, "'llm.mode': 'stream' is not one of ['sync', 'batch']"),
+        ({"structured_output": "xml"}, "'llm.structured_output': 'xml' is not one of"),
+        ({"temperatures": {"propose": 3}}, "'llm.temperatures.propose': 3 is greater than"),
+        ({"temperatures": {"write": 1}}, "'llm.temperatures': unknown key(s) 'write'"),
+        ({"budget": {"max_calls": -1}}, "'llm.budget.max_calls': -1 is less than the minimum"),
+        ({"budget": {"max_dollars": 1}}, "'llm.budget': unknown key(s) 'max_dollars'"),
+        ({"prices": {"m": {"input": 1}}}, "'llm.prices.m': 'output' is a required property"),
+        ({"retries": 3}, "'llm': unknown key(s) 'retries' (allowed: api_key_env,"),
+        ({"timeout_s": 0}, "'llm.timeout_s': 0 is less than or equal to the minimum of 0"),
+        ({"timeout_s": "0"}, "'llm.timeout_s': 0 is less than or equal to the minimum of 0"),
+        ({"min_yield": 1.5}, "'llm.min_yield': 1.5 is greater than the maximum of 1"),
+        ({"breaker_failures": 0}, "'llm.breaker_failures': 0 is less than the minimum of 1"),
+        ({"batch_backend": "x"}, "'llm.batch_backend': 'x' is not one of ['openai', 'vllm']"),
+        ({"batch_outputs": [" "]}, "'llm.batch_outputs[0]': ' ' does not match"),
+        ({"model": ""}, "'llm.model': '' does not match"),
+        ({"dry_run": "maybe"}, "'llm.dry_run': 'maybe' is not of type 'boolean'"),
+    ],
+)
+def test_the_schema_checks_the_llm_block(block, expected):
+    from vlcomp.config import validate_section
+
+    with pytest.raises(ConfigError) as error:
+        validate_section("llm", block)
+    assert f"config key {expected}" in str(error.value)
+
+
+def test_the_llm_block_gets_the_settings_defaults(default_config):
+    from vlcomp.config import validate_section
+    from vlcomp.llm.settings import DEFAULTS, LLMSettings, Temperatures
+
+    assert validate_section("llm", {}) == DEFAULTS
+    block = validate_section("llm", {"model": "m", "temperatures": {"propose": 1}})
+    assert block["temperatures"] == {**DEFAULTS["temperatures"], "propose": 1}
+    assert LLMSettings.from_config(block) == LLMSettings(
+        model="m", temperatures=Temperatures(propose=1.0)
+    )
+    # the block a job is handed holds every key (common.smk, LLM_KEYS)
+    default_config["llm"] = {"base_url": "http://127.0.0.1:9/v1", "max_concurrency": "8"}
+    config = validate_config(default_config)
+    assert config["llm"] == {**DEFAULTS, "base_url": "http://127.0.0.1:9/v1", "max_concurrency": 8}
+    # an empty block is no endpoint, as null
+    default_config["llm"] = {}
+    assert validate_config(default_config)["llm"] is None
+
+
+def test_a_pasted_api_key_is_refused_without_being_echoed():
+    import secrets
+
+    from vlcomp.config import validate_section
+
+    secret = "sk-" + secrets.token_hex(20)
+    for block, key in (({"api_key": secret}, "llm.api_key"), ({"api_key_env": secret}, "")):
+        with pytest.raises(ConfigError) as error:
+            validate_section("llm", block)
+        assert secret not in str(error.value)
+        assert "NAME of an environment variable" in str(error.value)
+        assert f"config key '{key or 'llm.api_key_env'}'" in str(error.value)
+
+
+def _untyped(node, schema, path=""):
+    """Object schemas under ``node`` whose keys are not typed (no properties, or open)."""
+    if "$ref" in node:
+        node = {**schema["$defs"][node["$ref"].rsplit("/", 1)[1]], **node}
+        node.pop("$ref")
+    types = node.get("type", [])
+    found = []
+    if "object" in ([types] if isinstance(types, str) else types):
+        extra = node.get("additionalProperties")
+        if not isinstance(extra, dict) and (not node.get("properties") or extra is not False):
+            found.append(path or "<top>")
+    for key, sub in node.get("properties", {}).items():
+        found += _untyped(sub, schema, f"{path}.{key}".lstrip("."))
+    if isinstance(node.get("additionalProperties"), dict):
+        found += _untyped(node["additionalProperties"], schema, f"{path}.<name>")
+    if isinstance(node.get("items"), dict):
+        found += _untyped(node["items"], schema, f"{path}[]")
+    return found
+
+
+def test_the_schema_types_every_section():
+    from vlcomp.config import load_schema
+
+    schema = load_schema()
+    assert _untyped(schema, schema) == []
+
+
+def test_typed_sections_name_what_their_stages_read():
+    """The schema's keys of a section are the keys its stage knows (a key added to one
+    fails here until it is added to the other)."""
+    import dataclasses
+
+    from vlcomp.config import load_schema
+    from vlcomp.importers.registry import FORMATS as IMPORTED
+    from vlcomp.ingest import job, readers
+    from vlcomp.ingest.rules import CaptionRules
+    from vlcomp.ingest.vg import RegionFilters
+    from vlcomp.llm.settings import DEFAULTS
+    from vlcomp.negatives.productivity import ProductivitySettings
+    from vlcomp.negatives.systematicity import DEFAULT_SETTINGS
+    from vlcomp.train.settings import WORKFLOW_KEYS, TrainSettings
+    from vlcomp.world.checks.probes import ProbeSettings
+
+    schema = load_schema()
+    top, defs = schema["properties"], schema["$defs"]
+
+    def keys(node):
+        return set(node["properties"])
+
+    def fields(cls):
+        return {f.name for f in dataclasses.fields(cls)}
+
+    llm = top["llm"]["properties"]
+    assert {k: v.get("default") for k, v in llm.items()} == {
+        **DEFAULTS, "temperatures": {}, "budget": {}
+    }  # fmt: skip
+    assert {k: v["default"] for k, v in llm["temperatures"]["properties"].items()} == (
+        DEFAULTS["temperatures"]
+    )
+    assert {k: v["default"] for k, v in llm["budget"]["properties"].items()} == DEFAULTS["budget"]
+    assert keys(defs["caption_rules"]) == fields(CaptionRules)
+    assert keys(defs["eval_set"]["properties"]["regions"]) == fields(RegionFilters)
+    options = {k for fmt in IMPORTED.values() for k in fmt.options}
+    assert keys(defs["eval_set"]["properties"]["options"]) == options
+    corpus_options = {k for fmt in readers.FORMATS.values() for k in fmt.defaults}
+    corpus = top["corpora"]["additionalProperties"]["properties"]["options"]
+    assert keys(corpus) == corpus_options | set(job.COMMON_OPTIONS)
+    negatives = top["negatives"]["properties"]
+    assert keys(negatives["systematicity"]) == set(DEFAULT_SETTINGS)
+    assert keys(negatives["productivity"]) == fields(ProductivitySettings)
+    assert keys(defs["train"]) == fields(TrainSettings) | set(WORKFLOW_KEYS)
+    probes = keys(top["world"]["properties"]["probes"])
+    assert {"bootstrap_resamples", *fields(ProbeSettings)} - {"resamples", "level"} <= probes
+
+
+def test_tiny_gpt2_settings_are_the_scorers():
+    from vlcomp.config import load_schema
+    from vlcomp.scorers.tiny_gpt2 import DEFAULT_SETTINGS
+
+    scorer = load_schema()["properties"]["scorers"]["properties"]["tiny_gpt2"]
+    assert set(scorer["properties"]["settings"]["properties"]) == set(DEFAULT_SETTINGS)

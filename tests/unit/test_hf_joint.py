@@ -30,12 +30,14 @@ from vlcomp.evaluate.jobs import evaluate_benchmark_job, evaluate_two_image_job,
 from vlcomp.evaluate.joint_scoring import pair_cache, rerank_ranks, retrieval_ranks, score_pairs
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, RANKS_SCHEMA, pessimistic_rank
 from vlcomp.evaluate.retrieval_sets import SET_PREDICTIONS_SCHEMA
+from vlcomp.evaluate.scoring import EmbeddingScorer, JointScorer, scorer_of
 from vlcomp.evaluate.two_image import TWO_IMAGE_PREDICTIONS_SCHEMA
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
 from vlcomp.models.loading import check_available, load_model
 from vlcomp.models.tiny_models import save_tiny_blip_itm, save_tiny_llava
 
 data = test_evaluate_jobs.data  # a fixture: images 0-3 ok, 4 missing, 5 not an image
+checkpoint = test_evaluate_jobs.checkpoint  # a fixture: random open_clip world ViT weights
 TEXTS = [
     "a red circle left of a blue square",
     "a blue circle left of a red square",
@@ -425,3 +427,32 @@ def test_two_positive_and_image_selection_sets_with_pair_scorers(blip, llava, re
     similarity, _ = score_image_selection(llava, selection, images, 4)
     expected, _ = score_pairs(llava, [(ImageRef(images[i]), TEXTS[2]) for i in "13"], 4)
     assert similarity.tolist() == [pytest.approx(expected.tolist(), abs=1e-6)]
+
+
+def test_every_model_presents_one_scorer(blip, llava, refs, checkpoint):
+    """The same questions to an embedding model and to both pair scorers, each answered its
+    own way: cosine of cached embeddings, or the model's pair scores."""
+    world = load_model(ModelSpec("w", "vlcomp-world-vit", checkpoint=checkpoint), "cpu")
+    embedding, matching, vqa = scorer_of(world), scorer_of(blip), scorer_of(llava)
+    assert isinstance(embedding, EmbeddingScorer) and embedding.score_name == "cosine"
+    assert isinstance(matching, JointScorer) and matching.score_name == "itm_log_odds"
+    assert vqa.score_name == "vqascore_log_probability"
+    assert matching.settings() == blip.model.settings() and embedding.counts() == {}
+    assert embedding.has_text_similarity and matching.has_text_similarity
+    assert not vqa.has_text_similarity
+    with pytest.raises(ValueError, match="text-only similarity is not available"):
+        vqa.text_vectors(TEXTS, 4, None, None)
+    images = {str(i): ref.path for i, ref in enumerate(refs[:4])}
+    items = pl.DataFrame({"item_id": ["w0"], "caption_0": [TEXTS[0]], "caption_1": [TEXTS[1]],
+                          "image_0": ["0"], "image_1": ["3"]})  # fmt: skip
+    shape = (items, images, ["caption_0", "caption_1"], 4, None, None, lambda label: None, None)
+    cosine, _ = embedding.score_image_pairs(*shape)
+    pictures, _ = embed_image_refs(world, [refs[0], refs[3]], 4)
+    texts, _ = embed_texts(world, TEXTS[:2], 4)
+    assert cosine[0] == pytest.approx(texts @ pictures.T, abs=1e-6)
+    before = matching.counts()
+    itm, unreadable = matching.score_image_pairs(*shape)
+    assert matching.counts()["pair"] - before.get("pair", 0) == 4 and not unreadable
+    direct, _ = score_pairs(blip, [(refs[i], t) for t in TEXTS[:2] for i in (0, 3)], 4)
+    assert itm.reshape(-1).tolist() == pytest.approx(direct.tolist(), abs=1e-6)
+    assert vqa.score_image_pairs(*shape)[0].shape == cosine.shape == (1, 2, 2)

@@ -23,10 +23,12 @@ from vlcomp.errors import EndpointRefused
 from vlcomp.llm import (
     BatchPending,
     BatchRunner,
+    Budget,
     BudgetExhausted,
     LLMClient,
     LLMSettings,
     MissingAPIKey,
+    Price,
     Request,
     ResponseCache,
     check_strict_schema,
@@ -512,7 +514,9 @@ def test_estimate_cost_for_sugarcrepe_size():
 
 
 # -- settings ---------------------------------------------------------------------------------
-def test_settings_defaults_and_validation():
+def test_settings_defaults_and_building():
+    """The block as the config schema left it (every key checked there:
+    tests/unit/test_config.py) becomes typed settings; a key left out takes its default."""
     s = LLMSettings.from_config(None)
     assert (s.model, s.mode, s.max_concurrency, s.structured_output) == (
         "gpt-4o-mini",
@@ -521,27 +525,40 @@ def test_settings_defaults_and_validation():
         "auto",
     )
     assert s.temperature("propose") == 1.5 and s.temperature("compose") == 0.0
+    with pytest.raises(KeyError, match="llm.temperatures has no step 'write'"):
+        s.temperature("write")
     assert s.price.batch_discount == 0.5 and s.budget.max_calls is None
+    s = LLMSettings.from_config(
+        {
+            "model": "m",
+            "timeout_s": 5,
+            "temperatures": {"propose": 1},
+            "budget": {"max_cost_usd": 20},
+            "prices": {"m": {"input": 1, "output": 2}},
+            "batch_outputs": "out.jsonl",  # one path as a string
+        }
+    )
+    assert s.timeout_s == 5.0 and isinstance(s.timeout_s, float)
+    assert s.temperature("propose") == 1.0 and s.temperature("locate") == 0.0
+    assert s.budget == Budget(max_cost_usd=20.0) and s.price == Price(1.0, 2.0, 0.5)
+    assert s.batch_outputs == ("out.jsonl",)
+    assert LLMSettings.from_config({"budget": None}).budget == Budget()  # null: no limit
     for cfg, key in [
-        ({"max_concurrency": 0}, "llm.max_concurrency"),
-        ({"max_concurrency": True}, "llm.max_concurrency"),
-        ({"mode": "stream"}, "llm.mode"),
-        ({"structured_output": "xml"}, "llm.structured_output"),
-        ({"temperatures": {"propose": 3}}, "llm.temperatures.propose"),
-        ({"budget": {"max_calls": -1}}, "llm.budget.max_calls"),
-        ({"budget": {"max_dollars": 1}}, "llm.budget.max_dollars"),
-        ({"prices": {"m": {"input": 1}}}, "llm.prices.m.output"),
-        ({"model": "m", "budget": {"max_cost_usd": 5}}, "llm.budget.max_cost_usd"),
-        ({"retries": 3}, "llm.retries"),
-        ({"timeout_s": 0}, "llm.timeout_s"),
+        ({"budget": {"max_dollars": 1}}, "llm.budget.max_dollars: unknown key"),
+        ({"prices": {"m": {"input": 1}}}, "llm.prices.m.output: required"),
+        ({"retries": 3}, "llm.retries: unknown key"),
+        # what the schema cannot say: a money limit needs the model's price
+        (
+            {"model": "m", "budget": {"max_cost_usd": 5}},
+            "llm.budget.max_cost_usd needs a price for the model: add llm.prices.m",
+        ),
     ]:
         with pytest.raises(ValueError, match=key.replace(".", r"\.")):
             LLMSettings.from_config(cfg)
     secret = "sk-" + secrets.token_hex(20)
-    for cfg in ({"api_key": secret}, {"api_key_env": secret}):
-        with pytest.raises(ValueError) as e:
-            LLMSettings.from_config(cfg)
-        assert secret not in str(e.value)
+    with pytest.raises(ValueError) as e:
+        LLMSettings.from_config({"api_key": secret})
+    assert secret not in str(e.value)
 
 
 # -- batch mode -------------------------------------------------------------------------------

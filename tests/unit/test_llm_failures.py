@@ -225,11 +225,13 @@ def test_a_torn_ledger_line_is_skipped(tmp_path):
 
 
 def test_settings_of_the_new_keys():
+    from vlcomp.config import ConfigError, validate_section
+
     s = settings(type("S", (), {"base_url": "http://x/v1"})())
     assert (s.min_yield, s.breaker_failures, s.malformed_retries) == (0.1, 10, 2)
     for bad in ({"min_yield": 1.5}, {"breaker_failures": 0}, {"batch_backend": "x"}):
-        with pytest.raises(ValueError, match=next(iter(bad))):
-            LLMSettings.from_config(bad)
+        with pytest.raises(ConfigError, match=f"config key 'llm.{next(iter(bad))}'"):
+            validate_section("llm", bad)
 
 
 def test_batch_lines_are_charged_to_the_same_ledger(server, api_key, tmp_path):

@@ -15,9 +15,6 @@ import polars as pl
 from vlcomp.contracts import ITEMS_KEY, PREDICTION_FLAGS_SCHEMA
 from vlcomp.evaluate.embed import (
     UNREADABLE,
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
     excluded_frame,
     log_excluded,
     lookup_images,
@@ -27,12 +24,10 @@ from vlcomp.evaluate.embed import (
     read_image_index,
     text_key,
 )
-from vlcomp.evaluate.joint_scoring import pair_retrieval_ranks
 from vlcomp.evaluate.metrics import (
     EvalSettings,
     add_flag_counts,
     recall_table,
-    retrieval_table,
     set_flags,
 )
 from vlcomp.evaluate.retrieval_sets import (
@@ -44,8 +39,8 @@ from vlcomp.evaluate.retrieval_sets import (
     set_metric_table,
     split_keys,
 )
+from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.io import write_parquet, write_with
-from vlcomp.models.joint import is_pair_scorer
 from vlcomp.models.loading import provenance
 from vlcomp.negatives.context import (
     sets_decided_by_text,
@@ -282,8 +277,9 @@ def retrieval_job(
 ) -> None:
     """Job: image<->text retrieval over an eval set whose items are captions of whole images
     (item_id, image_id, text; e.g. COCO captions): every image ranks every caption and every
-    caption every image; Recall@K (``settings["recall_at"]``) both directions with bootstrap
-    intervals, split "all" (``metrics.retrieval_table``), and the per-query ranks
+    caption every image (``scoring.Scorer.retrieval_ranks``: by cosine similarity, or a pair
+    scorer's shortlist and rerank); Recall@K (``settings["recall_at"]``) both directions with
+    bootstrap intervals, split "all" (``metrics.recall_table``), and the per-query ranks
     (``RANKS_SCHEMA``). Images are looked up in ``image_index``; captions of images that are
     not usable (or fail to decode) are excluded and logged, and those images leave the
     gallery. ``benchmark`` defaults to the eval set folder's name + "_retrieval"."""
@@ -308,61 +304,15 @@ def retrieval_job(
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
-    if is_pair_scorer(loaded):  # a matching head or VQAScore: it ranks the pairs itself
-        ranks, unreadable = pair_retrieval_ranks(
-            model_key, benchmark, loaded, items, usable, int(settings["batch_size"]),
-            image_cache, text_cache, progress_bar, log,
-        )  # fmt: skip
-        bad = items.filter(pl.col("image_id").is_in(sorted(unreadable)))
-        for item_id, image in bad.select("item_id", "image_id").iter_rows():
-            excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
-        _stop_if_nothing_left(excluded, total, image_index, log)
-        table = recall_table(ranks, eval_settings)
-        meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
-        write_evaluation(
-            ranks, table, excluded, meta, ranks_out, metrics_out, excluded_out, total, log
-        )
-        log_summary(table, log)
-        return
-    image_ids = sorted(set(items["image_id"].to_list()))
-    failed: dict[ImageRef, str] = {}
-    image_vectors, new_images = embed_image_refs(
-        loaded,
-        [ImageRef(usable[i]) for i in image_ids],
-        int(settings["batch_size"]),
-        image_cache,
-        progress_bar("images"),
-        failed,
-    )
-    unreadable = {
-        i: failed[ImageRef(usable[i])] for i in image_ids if ImageRef(usable[i]) in failed
-    }
-    if unreadable:
-        bad = items.filter(pl.col("image_id").is_in(sorted(unreadable)))
-        for item_id, image in bad.select("item_id", "image_id").iter_rows():
-            excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
-        _stop_if_nothing_left(excluded, total, image_index, log)
-        keep = [k for k, i in enumerate(image_ids) if i not in unreadable]
-        image_ids, image_vectors = [image_ids[k] for k in keep], image_vectors[keep]
-        items = items.filter(~pl.col("image_id").is_in(sorted(unreadable)))
-    text_vectors, new_texts = embed_texts(
-        loaded, items["text"].to_list(), int(settings["batch_size"]), text_cache,
-        progress_bar("texts"),
+    ranks, unreadable = scorer_of(loaded).retrieval_ranks(
+        model_key, benchmark, items, usable, int(settings["batch_size"]), image_cache,
+        text_cache, progress_bar, log,
     )  # fmt: skip
-    log(
-        f"embedded {new_images}/{len(image_ids)} images and {new_texts}/{items.height} texts "
-        "(the rest came from the cache)"
-    )
-    table, ranks = retrieval_table(
-        model_key,
-        benchmark,
-        image_ids,
-        image_vectors,
-        items["item_id"].to_list(),
-        items["image_id"].to_list(),
-        text_vectors,
-        settings=eval_settings,
-    )
+    bad = items.filter(pl.col("image_id").is_in(sorted(unreadable)))
+    for item_id, image in bad.select("item_id", "image_id").iter_rows():
+        excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
+    _stop_if_nothing_left(excluded, total, image_index, log)
+    table = recall_table(ranks, eval_settings)
     meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
     write_evaluation(ranks, table, excluded, meta, ranks_out, metrics_out, excluded_out, total, log)
     log_summary(table, log)

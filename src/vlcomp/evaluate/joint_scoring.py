@@ -1,6 +1,7 @@
 """Scoring with the models that score an (image, text) pair jointly (``vlcomp.models.joint``:
-matching heads and VQAScore): candidate sets, two-image sets and retrieval, into the same
-prediction and metric tables as embedding models.
+matching heads and VQAScore): pair scores, grids of them, and retrieval ranks, which
+``scoring.JointScorer`` turns into the same prediction and metric tables as embedding
+models give.
 
 Cost per item (forward passes): a set of K candidates for one image costs one vision pass
 and K fused passes (matching head) or K full passes (VQAScore); a two-image item 2 vision
@@ -19,7 +20,6 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import numpy as np
 from PIL import Image
@@ -40,12 +40,6 @@ from vlcomp.models.joint import PairScorer
 from vlcomp.models.parts import LoadedModel
 
 Progress = Callable[[int, int], None] | None
-
-
-# --------------------------------------------------------------------------- matching heads
-
-
-# --------------------------------------------------------------------------- VQAScore
 
 
 # --------------------------------------------------------------------------- pair scores
@@ -289,48 +283,3 @@ def score_grid(
             + (f"; {len(failed)} images could not be decoded" if failed else "")
         )
     return scores.reshape(len(refs), n_texts, n_images), failed
-
-
-def pair_retrieval_ranks(
-    model: str,
-    benchmark: str,
-    loaded: LoadedModel,
-    items: Any,
-    images: dict[str, str],
-    batch_size: int,
-    image_cache: EmbeddingCache | None,
-    text_cache: EmbeddingCache | None,
-    progress: Callable[[str], Progress],
-    log: Callable[[str], None],
-) -> tuple[Any, dict[str, str]]:
-    """``metrics.RANKS_SCHEMA`` ranks of an eval set's captions (``items``: item_id,
-    image_id, text, sorted) and images with a pair scorer (``retrieval_ranks``), and the
-    image ids that failed to decode (left out with their captions)."""
-    from vlcomp.evaluate.metrics import ranks_frame
-
-    image_ids = sorted(set(items["image_id"].to_list()))
-    code = {image_id: k for k, image_id in enumerate(image_ids)}
-    refs = [ImageRef(images[i]) for i in image_ids]
-    failed: dict[ImageRef, str] = {}
-    usable, i2t, t2i, counts = retrieval_ranks(
-        loaded, refs, items["text"].to_list(), np.array([code[i] for i in items["image_id"]]),
-        batch_size, image_cache, text_cache, progress, failed,
-    )  # fmt: skip
-    scorer = loaded.model
-    how = (
-        f"ITC ranking, top {scorer.rerank_top_k} reranked by {scorer.score_name}"
-        if scorer.has_embeddings
-        else f"every pair scored ({scorer.score_name})"
-    )
-    log(
-        f"{how}: {counts['pair']} pair passes, {counts['vision']} image and {counts['text']} "
-        f"text passes for {len(image_ids)} images x {items.height} texts (the rest came "
-        "from the caches)"
-    )
-    unreadable = {i: failed[ref] for i, ref in zip(image_ids, refs, strict=True) if ref in failed}
-    kept = items.filter(~items["image_id"].is_in(sorted(unreadable)))
-    ranks = ranks_frame(
-        model, benchmark, [i for i, ok in zip(image_ids, usable, strict=True) if ok],
-        kept["item_id"].to_list(), kept["image_id"].to_list(), i2t, t2i,
-    )  # fmt: skip
-    return ranks, unreadable

@@ -127,20 +127,18 @@ class EvalSettings:
 
     @staticmethod
     def from_config(entry: Mapping[str, Any], ks_key: str = "set_recall_at") -> EvalSettings:
-        """Keys (all optional): ``ks_key`` (else recall_at), bootstrap_resamples,
-        bootstrap_seed, ci_level."""
-        ks = entry.get(ks_key, entry.get("recall_at", (1, 3, 5)))
-        settings = EvalSettings(
-            ks=tuple(int(k) for k in ks),
-            resamples=int(entry.get("bootstrap_resamples", 1000)),
-            seed=int(entry.get("bootstrap_seed", 0)),
-            level=float(entry.get("ci_level", 0.95)),
-        )
-        if not settings.ks or min(settings.ks) < 1:
-            raise ValueError(f"recall_at must list K >= 1, got {settings.ks}")
-        if settings.resamples < 0 or not 0 < settings.level < 1:
-            raise ValueError("bootstrap_resamples must be >= 0 and ci_level in (0, 1)")
-        return settings
+        """Keys of ``evaluate`` (all optional, checked by the config schema): ``ks_key``
+        (else recall_at), bootstrap_resamples, bootstrap_seed, ci_level. The mapping also
+        holds the embedding's keys, which are not read here."""
+        from vlcomp.settings import settings_from
+
+        keys = {
+            "ks": ks_key if ks_key in entry else "recall_at",
+            "resamples": "bootstrap_resamples",
+            "seed": "bootstrap_seed",
+            "level": "ci_level",
+        }
+        return settings_from(EvalSettings, entry, "evaluate", keys=keys, shared=True)
 
     def metadata(self) -> dict[str, str]:
         return {

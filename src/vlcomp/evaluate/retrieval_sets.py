@@ -42,10 +42,8 @@ from vlcomp.evaluate.embed import (
     crop,
     crop_key,
     embed_image_refs,
-    embed_texts,
     text_key,
 )
-from vlcomp.evaluate.joint_scoring import pair_cache, score_pairs
 from vlcomp.evaluate.metrics import (
     METRIC_SCHEMA,
     EvalSettings,
@@ -58,7 +56,7 @@ from vlcomp.evaluate.metrics import (
     pessimistic_rank,
     split_order,
 )
-from vlcomp.models.joint import is_pair_scorer
+from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.models.parts import LoadedModel
 from vlcomp.vocabulary import (
     ALL,
@@ -163,8 +161,9 @@ def score_candidates(
     log: Log | None = None,
     unreadable: dict[str, str] | None = None,
 ) -> pl.DataFrame:
-    """Cosine similarity of every candidate text with its item's image (or crop); for a
-    model that scores pairs (``joint_scoring.is_pair_scorer``) its score of the pair.
+    """The model's score of every candidate text with its item's image (or crop)
+    (``scoring.Scorer.score_sets``: the cosine similarity of their embeddings, or the score
+    of a model that scores pairs).
 
     ``images``: image_id -> file for every candidate's ``image`` (build it from the image
     index with ``lookup_images`` and leave out the items it cannot serve). A file that fails
@@ -189,16 +188,10 @@ def score_candidates(
         item_id: ImageRef(images[name], box_of.get(item_id))
         for item_id, name in item_image.iter_rows()
     }
-    if is_pair_scorer(loaded):
-        candidates, similarity = _pair_similarity(
-            loaded, candidates, ref_of_item, batch_size, image_cache, progress, log, unreadable
-        )
-        texts = candidates["text"].to_list()
-    else:
-        candidates, texts, similarity = _embedding_similarity(
-            loaded, candidates, item_image, ref_of_item, batch_size, image_cache, text_cache,
-            progress, log, unreadable,
-        )  # fmt: skip
+    candidates, similarity = scorer_of(loaded).score_sets(
+        candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log, unreadable
+    )
+    texts = candidates["text"].to_list()
     if "complexity" in candidates.columns:
         complexity = pl.col("complexity").cast(pl.Int64)
     elif boxes is not None and "complexity" in boxes.columns:
@@ -218,93 +211,6 @@ def score_candidates(
         text_key=pl.Series([text_key(t) for t in texts], dtype=pl.String),
         similarity=pl.Series(similarity),
     ).select([pl.col(c).cast(t) for c, t in SCORES_SCHEMA.items()])
-
-
-def _embedding_similarity(
-    loaded: LoadedModel,
-    candidates: pl.DataFrame,
-    item_image: pl.DataFrame,
-    ref_of_item: Mapping[str, ImageRef],
-    batch_size: int,
-    image_cache: EmbeddingCache | None,
-    text_cache: EmbeddingCache | None,
-    progress: Callable[[str], Callable[[int, int], None] | None],
-    log: Log | None,
-    unreadable: dict[str, str] | None,
-) -> tuple[pl.DataFrame, list[str], np.ndarray]:
-    """Cosine similarity of each candidate's text and image embeddings (rows of images that
-    fail to decode are left out, their image ids recorded in ``unreadable``)."""
-    unique_refs = list(dict.fromkeys(ref_of_item[i] for i in sorted(ref_of_item)))
-    ref_row = {ref: i for i, ref in enumerate(unique_refs)}
-    failed: dict[ImageRef, str] = {}
-    image_vectors, new_images = embed_image_refs(
-        loaded,
-        unique_refs,
-        batch_size,
-        image_cache,
-        progress("images"),
-        failed if unreadable is not None else None,
-    )
-    if failed:
-        assert unreadable is not None
-        bad_items = set()
-        for item_id, name in item_image.iter_rows():
-            if ref_of_item[item_id] in failed:
-                unreadable.setdefault(name, failed[ref_of_item[item_id]])
-                bad_items.add(item_id)
-        candidates = candidates.filter(~pl.col("item_id").is_in(sorted(bad_items)))
-    texts = candidates["text"].to_list()
-    text_vectors, new_texts = embed_texts(loaded, texts, batch_size, text_cache, progress("texts"))
-    if log:
-        log(
-            f"embedded {new_images}/{len(unique_refs)} images or crops and "
-            f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
-            + (f"; {len(failed)} images or crops could not be decoded" if failed else "")
-        )
-    rows = [ref_row[ref_of_item[i]] for i in candidates["item_id"].to_list()]
-    if rows:
-        similarity = np.einsum("ij,ij->i", text_vectors, image_vectors[rows]).astype(np.float64)
-    else:
-        similarity = np.zeros(0, dtype=np.float64)
-    return candidates, texts, similarity
-
-
-def _pair_similarity(
-    loaded: LoadedModel,
-    candidates: pl.DataFrame,
-    ref_of_item: Mapping[str, ImageRef],
-    batch_size: int,
-    image_cache: EmbeddingCache | None,
-    progress: Callable[[str], Callable[[int, int], None] | None],
-    log: Log | None,
-    unreadable: dict[str, str] | None,
-) -> tuple[pl.DataFrame, np.ndarray]:
-    """A pair scorer's score of each (image, candidate text) (``joint_scoring``)."""
-    pairs = [
-        (ref_of_item[i], t)
-        for i, t in zip(candidates["item_id"].to_list(), candidates["text"].to_list(), strict=True)
-    ]
-    failed: dict[ImageRef, str] = {}
-    scores, computed = score_pairs(
-        loaded, pairs, batch_size, pair_cache(loaded, image_cache), progress("pairs"),
-        failed if unreadable is not None else None,
-    )  # fmt: skip
-    if failed:
-        assert unreadable is not None
-        bad_items = set()
-        for item_id, name in candidates.select("item_id", "image").unique().iter_rows():
-            if ref_of_item[item_id] in failed:
-                unreadable.setdefault(name, failed[ref_of_item[item_id]])
-                bad_items.add(item_id)
-        keep = ~candidates["item_id"].is_in(sorted(bad_items)).to_numpy()
-        candidates, scores = candidates.filter(keep), scores[keep]
-    if log:
-        log(
-            f"scored {computed}/{len(pairs)} (image, text) pairs with {loaded.spec.key}'s "
-            f"{loaded.model.score_name} (the rest: repeated pairs or the cache)"
-            + (f"; {len(failed)} images or crops could not be decoded" if failed else "")
-        )
-    return candidates, scores
 
 
 # --------------------------------------------------------------------------- ranking

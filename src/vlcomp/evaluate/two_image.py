@@ -41,22 +41,14 @@ import numpy as np
 import polars as pl
 
 from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA
-from vlcomp.evaluate.embed import (
-    Box,
-    EmbeddingCache,
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
-    text_key,
-)
-from vlcomp.evaluate.joint_scoring import score_grid
+from vlcomp.evaluate.embed import Box, EmbeddingCache, text_key
 from vlcomp.evaluate.metrics import (
     EvalSettings,
     metric_frame,
     metric_rows,
     split_order,
 )
-from vlcomp.models.joint import is_pair_scorer
+from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.models.parts import LoadedModel
 from vlcomp.vocabulary import ALL, UNLABELLED, negative_type
 
@@ -351,7 +343,7 @@ def _conform(frame: pl.DataFrame, schema: Mapping[str, pl.DataType]) -> pl.DataF
     return frame.select([pl.col(c).cast(t) for c, t in schema.items()])
 
 
-# --------------------------------------------------------------------------- embedding
+# --------------------------------------------------------------------------- scoring
 
 
 def score_two_image(
@@ -367,20 +359,12 @@ def score_two_image(
     """The (items, 2, 2) similarity matrices s(c_i, I_j) of ``items`` and the image ids that
     failed to decode (image_id -> message; their items' rows are NaN). ``images``: image_id ->
     file for every image_0 / image_1 (leave out items the image index cannot serve first).
-    A pair scorer (``joint_scoring``) scores the four pairs instead."""
-    if is_pair_scorer(loaded):
-        return _pair_scores(
-            loaded, items, images, ["caption_0", "caption_1"], batch_size, image_cache,
-            progress, log,
-        )  # fmt: skip
-    texts = [*items["caption_0"].to_list(), *items["caption_1"].to_list()]
-    pictures, text_vectors, unreadable = _embed_two_images(
-        loaded, items, images, texts, batch_size, image_cache, text_cache, progress, log
-    )
-    n = items.height
-    captions = np.stack([text_vectors[:n], text_vectors[n:]], axis=1)  # (items, 2, dim)
-    similarity = np.einsum("ncd,nid->nci", captions, pictures).astype(np.float64)
-    return similarity, unreadable
+    The model's scores (``scoring.Scorer.score_image_pairs``): cosine similarities of
+    embeddings, or a pair scorer's scores of the four pairs."""
+    return scorer_of(loaded).score_image_pairs(
+        items, images, ["caption_0", "caption_1"], batch_size, image_cache, text_cache,
+        progress, log,
+    )  # fmt: skip
 
 
 def score_image_selection(
@@ -395,83 +379,10 @@ def score_image_selection(
 ) -> tuple[np.ndarray, dict[str, str]]:
     """The (items, 2) similarities s(c, image_0), s(c, image_1) of image-selection ``items``
     and the image ids that failed to decode (as :func:`score_two_image`)."""
-    if is_pair_scorer(loaded):
-        similarity, unreadable = _pair_scores(
-            loaded, items, images, ["caption"], batch_size, image_cache, progress, log
-        )
-        return similarity[:, 0, :], unreadable
-    pictures, text_vectors, unreadable = _embed_two_images(
-        loaded, items, images, items["caption"].to_list(), batch_size, image_cache, text_cache,
-        progress, log,
-    )  # fmt: skip
-    similarity = np.einsum("nd,nid->ni", text_vectors, pictures).astype(np.float64)
-    return similarity, unreadable
-
-
-def _pair_scores(
-    loaded: LoadedModel,
-    items: pl.DataFrame,
-    images: Mapping[str, str],
-    text_columns: Sequence[str],
-    batch_size: int,
-    image_cache: EmbeddingCache | None,
-    progress: Progress,
-    log: Log | None,
-) -> tuple[np.ndarray, dict[str, str]]:
-    """A pair scorer's (items, texts, 2) scores of each item's ``text_columns`` with its
-    image_0 and image_1, and the image ids that failed to decode (their items are NaN)."""
-    ids = sorted(set(items["image_0"].to_list()) | set(items["image_1"].to_list()))
-    unknown = [i for i in ids if i not in images]
-    if unknown:
-        raise ValueError(f"two-image: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}")
-    refs = [
-        [ImageRef(images[a]), ImageRef(images[b])]
-        for a, b in items.select("image_0", "image_1").iter_rows()
-    ]
-    texts = items.select(text_columns).rows()
-    scores, failed = score_grid(loaded, refs, texts, batch_size, image_cache, progress, log)
-    unreadable = {i: failed[ImageRef(images[i])] for i in ids if ImageRef(images[i]) in failed}
-    return scores, unreadable
-
-
-def _embed_two_images(
-    loaded: LoadedModel,
-    items: pl.DataFrame,
-    images: Mapping[str, str],
-    texts: Sequence[str],
-    batch_size: int,
-    image_cache: EmbeddingCache | None,
-    text_cache: EmbeddingCache | None,
-    progress: Progress,
-    log: Log | None,
-) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
-    """Each item's image_0 and image_1 embedded, shape (items, 2, dim) (each distinct image
-    once), the ``texts`` embedded (len(texts), dim), and the image ids that failed to decode
-    (their rows are NaN)."""
-    ids = sorted(set(items["image_0"].to_list()) | set(items["image_1"].to_list()))
-    unknown = [i for i in ids if i not in images]
-    if unknown:
-        raise ValueError(f"two-image: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}")
-    refs = [ImageRef(images[i]) for i in ids]
-    failed: dict[ImageRef, str] = {}
-    image_vectors, new_images = embed_image_refs(
-        loaded, refs, batch_size, image_cache, progress("images"), failed
+    similarity, unreadable = scorer_of(loaded).score_image_pairs(
+        items, images, ["caption"], batch_size, image_cache, text_cache, progress, log
     )
-    unreadable = {i: failed[ref] for i, ref in zip(ids, refs, strict=True) if ref in failed}
-    row_of = {i: k for k, i in enumerate(ids)}
-    text_vectors, new_texts = embed_texts(
-        loaded, list(texts), batch_size, text_cache, progress("texts")
-    )
-    if log:
-        log(
-            f"embedded {new_images}/{len(ids)} images and {new_texts}/{len(texts)} texts "
-            "(the rest came from the cache)"
-            + (f"; {len(unreadable)} images could not be decoded" if unreadable else "")
-        )
-    image_vectors = _same_width(image_vectors, text_vectors)
-    rows = [[row_of[i] for i in items[column].to_list()] for column in ("image_0", "image_1")]
-    pictures = np.stack([image_vectors[np.asarray(r, np.int64)] for r in rows], axis=1)
-    return pictures, text_vectors, unreadable
+    return similarity[:, 0, :], unreadable
 
 
 def score_sugarcrepe_pp(
@@ -488,12 +399,13 @@ def score_sugarcrepe_pp(
     """Image similarities (triples, 3) = s(I, P1), s(I, P2), s(I, N), text-only similarities
     (triples, 3) = cos(P1, P2), cos(P1, N), cos(P2, N), and the image ids that failed to
     decode (their rows are NaN). ``boxes``: item_id -> crop (``retrieval_sets.item_boxes``).
-    A pair scorer (``joint_scoring``) scores the three pairs; the text-only similarities
-    then come from its text embeddings (ITC), and a scorer without them cannot be used."""
-    box_of = dict(boxes or {})
-    if is_pair_scorer(loaded) and not loaded.model.has_embeddings:
+    The model's scores (``scoring.Scorer.score_triples``); the text-only similarities come
+    from its text embeddings (a matching head's ITC), and a model without them (VQAScore)
+    cannot be used."""
+    scorer = scorer_of(loaded)
+    if not scorer.has_text_similarity:
         raise ValueError(
-            f"SugarCrepe++: {loaded.spec.key} ({loaded.model.score_name}) has no text "
+            f"SugarCrepe++: {loaded.spec.key} ({scorer.score_name}) has no text "
             "embeddings, which the text-only accuracy (TOT) needs; evaluate it on the other "
             "benchmarks"
         )
@@ -502,59 +414,9 @@ def score_sugarcrepe_pp(
         raise ValueError(
             f"SugarCrepe++: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}"
         )
-    item_refs = [
-        ImageRef(images[image], box_of.get(item))
-        for item, image in triples.select("item_id", "image").iter_rows()
-    ]
-    unique_refs = list(dict.fromkeys(item_refs))
-    row_of = {ref: k for k, ref in enumerate(unique_refs)}
-    failed: dict[ImageRef, str] = {}
-    pair_scores = None
-    if is_pair_scorer(loaded):
-        columns = triples.select("p1", "p2", "n").rows()
-        grid, failed = score_grid(
-            loaded, [[ref] for ref in item_refs], columns, batch_size, image_cache, progress, log
-        )
-        pair_scores, new_images = grid[:, :, 0], 0
-        image_vectors = np.zeros((len(unique_refs), 0), dtype=np.float32)
-    else:
-        image_vectors, new_images = embed_image_refs(
-            loaded, unique_refs, batch_size, image_cache, progress("images"), failed
-        )
-    unreadable: dict[str, str] = {}
-    for ref, image in zip(item_refs, triples["image"].to_list(), strict=True):
-        if ref in failed:
-            unreadable.setdefault(image, failed[ref])
-    n = triples.height
-    texts = [*triples["p1"].to_list(), *triples["p2"].to_list(), *triples["n"].to_list()]
-    text_vectors, new_texts = embed_texts(loaded, texts, batch_size, text_cache, progress("texts"))
-    if log:
-        log(
-            f"embedded {new_images}/{len(unique_refs)} images or crops and "
-            f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
-            + (f"; {len(unreadable)} images could not be decoded" if unreadable else "")
-        )
-    image_vectors = _same_width(image_vectors, text_vectors)
-    p1, p2, neg = text_vectors[:n], text_vectors[n : 2 * n], text_vectors[2 * n :]
-    picture = image_vectors[np.asarray([row_of[ref] for ref in item_refs], np.int64)]
-    image_sims = np.stack([dot(picture, p1), dot(picture, p2), dot(picture, neg)], axis=1)
-    if pair_scores is not None:
-        image_sims = pair_scores
-    text_sims = np.stack([dot(p1, p2), dot(p1, neg), dot(p2, neg)], axis=1)
-    return image_sims, text_sims, unreadable
-
-
-def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products (cosine similarities of normalised vectors), float64."""
-    return np.einsum("nd,nd->n", a, b).astype(np.float64)
-
-
-def _same_width(image_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
-    """NaN rows of the text width when no image could be embedded (width 0)."""
-    width = text_vectors.shape[-1] if text_vectors.ndim == 2 else 0
-    if image_vectors.ndim == 2 and image_vectors.shape[1] == width:
-        return image_vectors
-    return np.full((len(image_vectors), width), np.nan, dtype=np.float32)
+    return scorer.score_triples(
+        triples, images, dict(boxes or {}), batch_size, image_cache, text_cache, progress, log
+    )
 
 
 # --------------------------------------------------------------------------- metrics

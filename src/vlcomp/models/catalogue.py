@@ -38,26 +38,27 @@ class ModelSpec:
 
     @staticmethod
     def from_config(key: str, entry: dict[str, Any], checkpoint: str | None = None) -> ModelSpec:
-        """Build a spec from a ``models.<key>`` config entry.
+        """Build a spec from a ``models.<key>`` config entry (its train block and
+        training_corpora are not read).
 
         ``checkpoint`` overrides the entry's own (used for models the workflow trains).
         """
+        from vlcomp.settings import settings_from
+
+        where, cache_dir = f"models.{key}", entry.get("cache_dir")
         if "transformers" in entry:
-            source = TransformersSource.from_entry(entry["transformers"], entry.get("cache_dir"))
-            name = Path(source.id).name if source.local else source.id
-            return ModelSpec(
-                key=key,
-                arch=f"hf:{name}",
-                cache_dir=entry.get("cache_dir"),
-                transformers=source,
+            source = TransformersSource.from_entry(
+                entry["transformers"], cache_dir, f"{where}.transformers"
             )
-        return ModelSpec(
-            key=key,
-            arch=entry["open_clip"],
-            pretrained=entry.get("pretrained"),
-            checkpoint=checkpoint or entry.get("checkpoint"),
-            cache_dir=entry.get("cache_dir"),
-        )
+            name = Path(source.id).name if source.local else source.id
+            spec = {"arch": f"hf:{name}", "transformers": source}
+        else:
+            spec = {
+                "arch": entry["open_clip"],
+                "pretrained": entry.get("pretrained"),
+                "checkpoint": checkpoint or entry.get("checkpoint"),
+            }
+        return settings_from(ModelSpec, {"key": key, "cache_dir": cache_dir, **spec}, where)
 
     @property
     def source(self) -> str:

@@ -108,15 +108,21 @@ class TransformersSource:
     options: tuple[tuple[str, Any], ...] = ()
 
     @staticmethod
-    def from_entry(entry: dict[str, Any], cache_dir: str | None = None) -> TransformersSource:
-        """From a ``models.<key>.transformers`` block (``cache_dir``: the model's)."""
-        return TransformersSource(
-            id=str(entry["id"]),
-            kind=str(entry["kind"]),
-            revision=entry.get("revision"),
-            cache_dir=cache_dir,
-            options=tuple(sorted((k, v) for k, v in entry.items() if k not in SOURCE_KEYS)),
-        )
+    def from_entry(
+        entry: dict[str, Any], cache_dir: str | None = None, where: str = "transformers"
+    ) -> TransformersSource:
+        """From a ``models.<key>.transformers`` block (``cache_dir``: the model's; ``where``:
+        the block's key): the keys that are no source key are the kind's options."""
+        from vlcomp.settings import settings_from
+
+        source = {
+            "id": str(entry["id"]),
+            "kind": str(entry["kind"]),
+            "revision": entry.get("revision"),
+            "cache_dir": cache_dir,
+            "options": tuple(sorted((k, v) for k, v in entry.items() if k not in SOURCE_KEYS)),
+        }
+        return settings_from(TransformersSource, source, where)
 
     @property
     def local(self) -> bool:

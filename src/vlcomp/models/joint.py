@@ -76,10 +76,6 @@ class PairScorer(torch.nn.Module):
         raise TypeError(f"{type(self).__name__} has no text embeddings")
 
 
-def is_pair_scorer(loaded: LoadedModel) -> bool:
-    return isinstance(loaded.model, PairScorer)
-
-
 class MatchingHead(PairScorer):
     """BLIP ITM (``BlipForImageTextRetrieval``): ITC embeddings and ITM log-odds."""
 

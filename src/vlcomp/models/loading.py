@@ -9,7 +9,8 @@ is loaded with ``AutoModel`` / ``AutoImageProcessor`` / ``AutoTokenizer`` and wr
 ``DualEncoder`` (open_clip's ``encode_image`` / ``encode_text``), its preprocessing and
 tokenizer the processor's; the rest of the evaluation treats it like an open_clip model.
 A ``matching_head`` or ``vqascore`` is loaded by ``models.joint`` as a ``PairScorer``
-(it scores (image, text) pairs; the evaluation asks ``models.joint.is_pair_scorer``).
+(it scores (image, text) pairs; the evaluation scores it through ``evaluate.scoring``'s
+``JointScorer``, an embedding model through its ``EmbeddingScorer``).
 """
 
 from __future__ import annotations

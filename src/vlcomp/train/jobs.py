@@ -50,7 +50,7 @@ def train_model_job(
     ``negatives`` stage writes it) when the train block asks for NegCLIP-style training;
     ``start_from``: the checkpoint of the model named by ``train.start_from``."""
     arch = model_entry["open_clip"]
-    settings = TrainSettings.from_config(model_entry["train"])
+    settings = TrainSettings.from_config(model_entry["train"], f"models.{model_key}.train")
     if (settings.hard_negatives != "none") != (hard_negatives is not None):
         raise ValueError(
             f"models.{model_key}: train.hard_negatives is {settings.hard_negatives!r} but "

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from vlcomp.negatives.lexicon import MIRROR_AXES
+from vlcomp.settings import settings_from
+
+# Keys of the train block that the workflow reads (the job's inputs), not the training loop.
+WORKFLOW_KEYS = ("corpus", "start_from")
 
 
 @dataclass(frozen=True)
@@ -22,16 +27,10 @@ class TrainSettings:
     mirror: tuple[str, ...] = ()  # axes along which pairs are mirrored (MIRROR_AXES)
 
     @staticmethod
-    def from_config(entry: dict[str, Any]) -> TrainSettings:
-        return TrainSettings(
-            epochs=entry["epochs"],
-            batch_size=entry["batch_size"],
-            lr=entry["lr"],
-            weight_decay=entry["weight_decay"],
-            warmup_steps=entry["warmup_steps"],
-            seed=entry["seed"],
-            threads=entry["threads"],
-            hard_negatives=entry.get("hard_negatives", "none"),
-            negatives_per_pair=entry.get("negatives_per_pair", 1),
-            mirror=tuple(axis for axis in MIRROR_AXES if axis in entry.get("mirror", ())),
-        )
+    def from_config(entry: Mapping[str, Any], where: str = "train") -> TrainSettings:
+        """From a train block (validated and filled by the config schema; ``where`` its key,
+        ``models.<name>.train``). The mirror axes are kept in MIRROR_AXES's order."""
+        block = {k: v for k, v in entry.items() if k not in WORKFLOW_KEYS}
+        if "mirror" in block:
+            block["mirror"] = [axis for axis in MIRROR_AXES if axis in block["mirror"]]
+        return settings_from(TrainSettings, block, where)

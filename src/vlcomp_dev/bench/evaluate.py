@@ -54,6 +54,7 @@ from PIL import Image, ImageDraw, ImageFilter
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.evaluate.embed import Box, EmbeddingCache, ImageRef, crop, decode_batches
 from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets, score_candidates
+from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.io import write_json
 from vlcomp.machine import cpu_name
 from vlcomp.models.catalogue import ModelSpec
@@ -453,9 +454,7 @@ def run_family_benchmark(
     """Items/s of a tiny model of each family (open_clip, transformers dual encoder,
     matching head, VQAScore) through ``score_candidates`` + ``rank_sets`` on the same crops
     and candidate sets (no cache, images decoded in this process), and the forward passes
-    each item cost (pair scorers count theirs: ``joint_scoring.PairScorer.counts``)."""
-    from vlcomp.models.joint import is_pair_scorer
-
+    each item cost (pair scorers count theirs: ``scoring.Scorer.counts``)."""
     torch.set_num_threads(threads)
     with tempfile.TemporaryDirectory(prefix="vlcomp-family-bench-") as tmp:
         keep = Path(data_dir) if data_dir else Path(tmp)
@@ -468,10 +467,10 @@ def run_family_benchmark(
         for family, loaded in models.items():
             loaded.workers = 0
             score_candidates("bench", loaded, few, images, boxes=boxes, batch_size=batch_size)
-            joint = is_pair_scorer(loaded)
+            scorer = scorer_of(loaded)
             times, counts = [], {}
             for _ in range(repeats):
-                before = dict(loaded.model.counts) if joint else {}
+                before = scorer.counts()
                 start = time.perf_counter()
                 rank_sets(
                     score_candidates(
@@ -479,8 +478,7 @@ def run_family_benchmark(
                     )
                 )
                 times.append(time.perf_counter() - start)
-                if joint:
-                    counts = {k: v - before.get(k, 0) for k, v in loaded.model.counts.items()}
+                counts = {k: v - before.get(k, 0) for k, v in scorer.counts().items()}
             median = float(np.median(times))
             results[family] = {
                 "model": loaded.fingerprint,

@@ -52,10 +52,10 @@ from vlcomp.evaluate.retrieval_sets import (
 )
 from vlcomp.io import write_parquet
 from vlcomp.refine.words import word_prior_accuracy
+from vlcomp.settings import settings_from
 from vlcomp.text import plural
 from vlcomp.vocabulary import negative_type
 from vlcomp.world.captions import ALT_PREFIXES, ALT_SUFFIXES
-from vlcomp.world.config import parse_world_config
 from vlcomp.world.scenes import SceneObject, relation_between
 from vlcomp.world.vocab import NUMBER_WORDS, SURFACE_TO_PREDICATE
 
@@ -136,8 +136,8 @@ class WorldVocab:
 
     @staticmethod
     def from_config(world_cfg: Mapping[str, Any]) -> WorldVocab:
-        spec = parse_world_config(world_cfg)
-        return WorldVocab(spec.shapes, spec.colours, spec.sizes)
+        """The vocabulary of a ``world`` block as validated (its other keys are not read)."""
+        return settings_from(WorldVocab, world_cfg, "world", shared=True)
 
 
 class _Grammar:

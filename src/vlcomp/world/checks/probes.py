@@ -38,6 +38,7 @@ import polars as pl
 
 from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.io import atomic_path, write_parquet
+from vlcomp.settings import settings_from
 from vlcomp.world.scenes import SceneObject, relation_between
 
 Log = Callable[[str], None]
@@ -71,17 +72,9 @@ class ProbeSettings:
 
     @staticmethod
     def from_config(entry: Mapping[str, Any]) -> ProbeSettings:
-        settings = ProbeSettings(
-            max_train_scenes=int(entry.get("max_train_scenes", 3000)),
-            pca_dims=int(entry.get("pca_dims", 64)),
-            c=float(entry.get("c", 1.0)),
-            resamples=int(entry.get("bootstrap_resamples", 1000)),
-            seed=int(entry.get("seed", 0)),
-            level=float(entry.get("ci_level", 0.95)),
-        )
-        if settings.max_train_scenes < 10 or settings.pca_dims < 1 or settings.c <= 0:
-            raise ValueError(f"probe settings out of range: {settings}")
-        return settings
+        """The keys of ``world.probes`` the probes read (checked by the config schema)."""
+        keys = {"resamples": "bootstrap_resamples", "level": "ci_level"}
+        return settings_from(ProbeSettings, entry, "world.probes", keys=keys)
 
 
 # --------------------------------------------------------------------------- items
