@@ -82,6 +82,14 @@ LLM_PRODUCTIVITY = [
     b for b in benchmarks_of("crepe_productivity") if BENCHMARKS[b]["captions"] == "llm"
 ]
 LLM_BENCHMARKS = [*LLM_PAIRS, *LLM_PRODUCTIVITY]
+# Benchmarks with texts to choose between: the blind attacks certify them (two-image and
+# image-selection sets are balanced by design, and say so).
+ATTACK_BENCHMARKS = [
+    *SET_BENCHMARKS,
+    *TWO_POSITIVE_BENCHMARKS,
+    *TWO_IMAGE_BENCHMARKS,
+    *IMAGE_SELECTION_BENCHMARKS,
+]
 # Text-only analyses (scorers, blind baselines, refinement, priors) take one positive.
 TEXT_BENCHMARKS = [*benchmarks_of("pairs"), *imported_of(SET_FORMATS)]
 
@@ -459,6 +467,72 @@ def scorer_corpora(benchmark):
     return BENCHMARKS[benchmark]["corpora"]
 
 
+def attack_parts(benchmark):
+    """The tables the blind attacks read, by part: a CREPE systematicity set per corpus,
+    else the benchmark's candidates (or its two-image sets)."""
+    entry = BENCHMARKS[benchmark]
+    if entry["kind"] == "crepe_systematicity":
+        return {
+            corpus: f"results/negatives/{benchmark}/{corpus}/candidates.parquet"
+            for corpus in entry["corpora"]
+        }
+    two_images = TWO_IMAGE_BENCHMARKS + IMAGE_SELECTION_BENCHMARKS
+    table = "two_image.parquet" if benchmark in two_images else "candidates.parquet"
+    return {benchmark: f"results/negatives/{benchmark}/{table}"}
+
+
+def attack_shape(benchmark):
+    """How the attacks read the benchmark (vlcomp.importers.registry's shapes)."""
+    if benchmark in TWO_IMAGE_BENCHMARKS:
+        return "two_images"
+    if benchmark in IMAGE_SELECTION_BENCHMARKS:
+        return "image_selection"
+    if benchmark in TWO_POSITIVE_BENCHMARKS:
+        return "two_positives"
+    return "candidates"
+
+
+def attack_corpora(benchmark):
+    """The corpora whose generated training negatives train the generator attack: the
+    benchmark's corpora, or every corpus for a benchmark that names none (an import)."""
+    return BENCHMARKS[benchmark].get("corpora") or CORPORA
+
+
+def attack_scores(benchmark):
+    """corpus -> the benchmark's text-only scores by that corpus's scorers."""
+    if benchmark not in TEXT_BENCHMARKS:
+        return {}
+    return {
+        corpus: f"results/scores/{benchmark}/{corpus}.parquet"
+        for corpus in BENCHMARKS[benchmark]["corpora"]
+    }
+
+
+def attack_generators(benchmark):
+    """corpus -> (its generated training negatives, its caption shards)."""
+    if attack_shape(benchmark) in ("two_images", "image_selection"):
+        return {}
+    return {
+        corpus: (f"results/negatives/training/{corpus}.parquet", caption_shards(corpus))
+        for corpus in attack_corpora(benchmark)
+    }
+
+
+def attack_inputs(wildcards):
+    generators = attack_generators(wildcards.benchmark)
+    return {
+        "parts": list(attack_parts(wildcards.benchmark).values()),
+        "scores": list(attack_scores(wildcards.benchmark).values()),
+        "negatives": [negatives for negatives, _ in generators.values()],
+        "captions": [shard for _, shards in generators.values() for shard in shards],
+    }
+
+
+def attack_settings():
+    """What the blind attacks read of config `attacks`: every key."""
+    return config_keys(("attacks",), ("folds", "seed", "bootstrap_resamples"))
+
+
 # ------------------------------------------------------------------ what to evaluate
 
 
@@ -536,6 +610,11 @@ def benchmark_targets():
             targets.append(f"results/export/sugarcrepe/{name}")
         if name in LLM_BENCHMARKS:
             targets.append(f"results/review/{name}/sheet.html")
+        if name in ATTACK_BENCHMARKS:
+            targets += [
+                f"results/blind/{name}/attacks.parquet",
+                f"results/figures/{name}_attacks.png",
+            ]
         if name in TEXT_BENCHMARKS:
             targets += [
                 path

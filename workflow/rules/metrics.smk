@@ -325,6 +325,9 @@ rule metrics_summary:
             benchmark=benchmarks_of("crepe_systematicity"),
         ),
         oracles=[path for tables in ORACLE_TABLES.values() for path in tables.values()],
+        attacks=expand(
+            "results/blind/{benchmark}/attacks.parquet", benchmark=ATTACK_BENCHMARKS
+        ),
     output:
         report(
             "results/metrics/summary.md",

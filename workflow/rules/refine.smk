@@ -64,6 +64,44 @@ rule blind_baselines:
         "../scripts/blind_baselines.py"
 
 
+rule blind_attacks:
+    input:
+        unpack(attack_inputs),
+    output:
+        table=report(
+            "results/blind/{benchmark}/attacks.parquet",
+            caption="../report/blind_attacks.rst",
+            category="Blind baselines",
+            subcategory="{benchmark}",
+            labels={"table": "blind attacks", "benchmark": "{benchmark}"},
+        ),
+        predictions="results/blind/{benchmark}/attack_predictions.parquet",
+        png=report(
+            "results/figures/{benchmark}_attacks.png",
+            caption="../report/blind_attacks.rst",
+            category="Figures",
+            subcategory="{benchmark}",
+            labels={"figure": "blind attacks", "benchmark": "{benchmark}"},
+        ),
+        pdf="results/figures/{benchmark}_attacks.pdf",
+    log:
+        "logs/refine/attacks_{benchmark}.log",
+    wildcard_constraints:
+        benchmark=names_re(ATTACK_BENCHMARKS),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        parts=lambda wc: attack_parts(wc.benchmark),
+        shape=lambda wc: attack_shape(wc.benchmark),
+        scores=lambda wc: attack_scores(wc.benchmark),
+        generators=lambda wc: attack_generators(wc.benchmark),
+        settings=attack_settings(),
+    message:
+        "Blind attacks on {wildcards.benchmark}: what its texts give away without the image"
+    script:
+        "../scripts/blind_attacks.py"
+
+
 rule refine_benchmark:
     input:
         candidates="results/negatives/{benchmark}/candidates.parquet",

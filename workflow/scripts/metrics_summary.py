@@ -12,5 +12,6 @@ with job_log(snakemake.log[0]) as log:
         crossover=snakemake.input.get("crossover"),
         benchmarks=snakemake.params.benchmarks,
         oracles=snakemake.params.oracles,
+        attacks=list(snakemake.input.attacks),
     )
     log(f"wrote {snakemake.output[0]}")

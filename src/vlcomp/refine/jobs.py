@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
 
 from vlcomp.contracts import NOTE_KEY
 from vlcomp.io import write_parquet
+from vlcomp.refine import attacks
 from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
-from vlcomp.refine.figures import plot_prior_heatmap, plot_refinement_gaps
+from vlcomp.refine.figures import plot_attacks, plot_prior_heatmap, plot_refinement_gaps
 from vlcomp.refine.priors import (
     heatmap_bins,
     linguistic_prior_table,
@@ -124,3 +125,125 @@ def prior_stage(
         log(f"heat map all masked: {note}")
     write_parquet(heatmap, heatmap_out, {**meta, NOTE_KEY: "\n".join(notes)} if notes else meta)
     plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer, bins_setting=bins)
+
+
+ATTACK_CERTIFICATE_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,
+    "part": pl.String,  # a corpus's CREPE set, or the benchmark
+    "variant": pl.String,  # as_generated, or the importer's name (imported:<source>)
+    **{c: t for c, t in attacks.RESULTS_SCHEMA.items() if c != "part"},
+    "chance": pl.Float64,
+}
+AS_GENERATED = "as_generated"
+
+
+def _variant(generators: pl.Series) -> str:
+    imported = sorted({g for g in generators.drop_nulls().to_list() if g.startswith("imported")})
+    return "+".join(imported) or AS_GENERATED
+
+
+def _generator_pairs(negatives: str | Path, captions: Sequence[str | Path]) -> pl.DataFrame:
+    """A corpus's generated training negatives with their captions (positive, negative,
+    family, target): what a NegCLIP-style model trains on."""
+    texts = pl.concat(
+        [pl.read_parquet(p, columns=["caption_id", "text"]) for p in captions], how="vertical"
+    )
+    return (
+        pl.read_parquet(negatives)
+        .join(texts.rename({"text": "positive"}), on="caption_id", how="inner")
+        .select("positive", "negative", "family", "target")
+    )
+
+
+def attacks_stage(
+    parts: Mapping[str, str | Path],
+    shape: str,
+    *,
+    scores: Mapping[str, str | Path],
+    generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
+    table_out: str | Path,
+    predictions_out: str | Path,
+    figure_png: str | Path,
+    figure_pdf: str | Path,
+    folds: int = 5,
+    seed: int = 0,
+    resamples: int = 1000,
+    log: Log = print,
+) -> None:
+    """The blind-attack certificate of one benchmark (``ATTACK_CERTIFICATE_SCHEMA``): every
+    attack of ``refine.attacks`` on every part (``parts``: label -> candidates, or two-image
+    sets for a ``shape`` balanced by design; with several parts an item id is prefixed
+    with its part), cross-fitted over ``folds``; one
+    ``score:<scorer>@<corpus>`` attack per scorer of each corpus's score table (``scores``)
+    and one ``generator@<corpus>`` per corpus whose generated training negatives are given
+    (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
+    (the debiasing reads them) and a figure with one bar per attack."""
+    tables = []
+    for label, path in parts.items():
+        table = pl.read_parquet(path).with_columns(part=pl.lit(label, dtype=pl.String))
+        if len(parts) > 1:  # the parts hold the same items (a CREPE set per corpus)
+            table = table.with_columns(pl.format("{}/{}", "part", "item_id").alias("item_id"))
+        tables.append(table)
+    table = pl.concat(tables, how="diagonal_relaxed")
+    if table.is_empty():
+        raise ValueError(f"no items to attack in {[str(p) for p in parts.values()]}")
+    benchmark = table["benchmark"][0]
+    variant = _variant(table["generator"]) if "generator" in table.columns else AS_GENERATED
+    meta = {"tie_policy": attacks.TIE_POLICY, "folds": str(folds), "seed": str(seed),
+            "bootstrap_resamples": str(resamples), "shape": shape}  # fmt: skip
+    base = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]
+    if shape in attacks.BALANCED_BY_DESIGN:
+        results = attacks.balanced_by_design(table, shape, base)
+        predictions = pl.DataFrame(schema=attacks.PREDICTIONS_SCHEMA)
+        log(f"{benchmark}: {attacks.BALANCED_BY_DESIGN[shape]}")
+    else:
+        pairs = attacks.attack_pairs(table, shape, folds, seed)
+        frames = [attacks.predict_attacks(pairs, base, seed=seed)]
+        for corpus, path in scores.items():
+            corpus_scores = pl.read_parquet(path)
+            names = attacks.panel_attacks(corpus_scores)[len(attacks.ATTACKS) :]
+            frames.append(
+                attacks.predict_attacks(pairs, names, scores=corpus_scores, seed=seed)
+                .with_columns(pl.format("{}@{}", "attack", pl.lit(corpus)).alias("attack"))
+            )  # fmt: skip
+        for corpus, (negatives, captions) in generators.items():
+            training = _generator_pairs(negatives, captions)
+            log(f"generator@{corpus}: {training.height} generated training pairs")
+            frames.append(
+                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=training, seed=seed)
+                .with_columns(attack=pl.lit(f"{attacks.GENERATOR}@{corpus}", dtype=pl.String))
+            )  # fmt: skip
+        if not generators:
+            frames.append(
+                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=None, seed=seed)
+            )
+        predictions = pl.concat(frames)
+        results = attacks.attack_accuracy(pairs, predictions, resamples, seed)
+        log(f"{benchmark}: {pairs.height} pairs of {pairs['item_id'].n_unique()} items, "
+            f"{predictions['attack'].n_unique()} attacks")  # fmt: skip
+    certificate = results.with_columns(
+        benchmark=pl.lit(benchmark, dtype=pl.String),
+        variant=pl.lit(variant, dtype=pl.String),
+        chance=pl.lit(0.5),
+    ).select(list(ATTACK_CERTIFICATE_SCHEMA))
+    for row in best_attacks(certificate).iter_rows(named=True):
+        log(f"  {row['part']} {row['type']}: best {row['attack']} {row['accuracy']:.3f} "
+            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] of {row['n']} pairs")  # fmt: skip
+    write_parquet(certificate, table_out, meta)
+    write_parquet(predictions, predictions_out, meta)
+    plot_attacks(certificate, figure_png, figure_pdf)
+
+
+def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
+    """Per (benchmark, part, variant, type), the attack with the highest accuracy (ties:
+    the panel's order), with its margin over chance."""
+    decided = certificate.filter(pl.col("accuracy").is_not_null())
+    return (
+        decided.with_row_index("_order")
+        .sort("accuracy", "_order", descending=[True, False])
+        .group_by("benchmark", "part", "variant", "type", maintain_order=True)
+        .first()
+        .with_columns(margin=pl.col("accuracy") - pl.col("chance"))
+        .sort("_order")
+        .drop("_order")
+    )

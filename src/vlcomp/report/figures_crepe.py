@@ -33,6 +33,7 @@ from vlcomp.report.accounting import (
     provenance_line,
 )
 from vlcomp.report.all_benchmarks import overview_markdown, overview_table
+from vlcomp.report.attacks import attacks_markdown
 from vlcomp.report.plots import (
     NO_ITEMS,
     bar_legend,
@@ -370,6 +371,7 @@ def metrics_markdown(
     crossover: str | Path | None = None,
     benchmarks: Mapping[str, Mapping[str, Any]] | None = None,
     oracles: Mapping[str, Mapping[str, str | Path]] | None = None,
+    attacks: Sequence[str | Path] = (),
 ) -> None:
     """A Markdown summary, one section per metric table (named after its file, i.e. the
     benchmark's name; its kind below it when the table has a ``kind`` column): ``metric``
@@ -385,7 +387,9 @@ def metrics_markdown(
     the others on its splits. With ``oracles`` (benchmark -> {"metrics", "false_negatives"}
     paths: ground-truth scorers that a data preset knowing its scenes provides), a
     benchmark's section lists the oracles' rows among the models' and its false-negative
-    rates per generator and negative type below them."""
+    rates per generator and negative type below them. With ``attacks`` (the benchmarks'
+    blind-attack certificates), a section gives the best text-only attack per negative type
+    beside the models (``report.attacks``)."""
     wanted = {
         metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
@@ -397,6 +401,7 @@ def metrics_markdown(
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
         lines += eval_set_markdown(benchmarks)
+    lines += attacks_markdown(attacks, {Path(t).stem: t for t in tables})
     for table in tables:
         frame = pl.read_parquet(table)
         oracle = (oracles or {}).get(Path(table).stem)

@@ -1,0 +1,135 @@
+"""The blind-attack certificates in the summary: per benchmark and negative type, the best
+text-only attack (``results/blind/<benchmark>/attacks.parquet``), its margin over chance,
+whether the type is at chance under every attack, and each model's accuracy beside it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+
+from vlcomp.vocabulary import ALL, CHANCE
+
+# A type is at chance when every attack's accuracy is at most chance + MARGIN and every
+# interval covers chance; types with fewer pairs are reported, not certified.
+MARGIN = 0.05
+MIN_PAIRS = 50
+AT_CHANCE, HACKABLE, TOO_FEW, BY_DESIGN = "at chance", "hackable", "too few pairs", "by design"
+
+
+def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
+    """One (benchmark, part, type)'s verdict over its attacks' rows. An attack reliably
+    below chance fails it too (its texts still tell the two apart); the verdict says so when
+    only such attacks do."""
+    decided = cell.filter(pl.col("accuracy").is_not_null())
+    if decided.is_empty():
+        return BY_DESIGN
+    if int(cell["n"].max()) < MIN_PAIRS:
+        return TOO_FEW
+    off = decided.filter(
+        (pl.col("accuracy") > pl.col("chance") + margin)
+        | (pl.col("ci_low") > pl.col("chance"))
+        | (pl.col("ci_high") < pl.col("chance"))
+    )
+    if off.is_empty():
+        return AT_CHANCE
+    below = off.filter(pl.col("ci_high") < pl.col("chance"))["attack"].to_list()
+    return HACKABLE + (
+        f" ({', '.join(below)} below chance)" if below == off["attack"].to_list() else ""
+    )
+
+
+def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
+    """Per (benchmark, part, variant, type): the best attack, its accuracy and interval,
+    its margin over chance, n, and the verdict (``certificate_status``)."""
+    rows = []
+    for path in certificates:
+        table = pl.read_parquet(path)
+        for key, cell in table.group_by(
+            "benchmark", "part", "variant", "type", maintain_order=True
+        ):
+            decided = cell.filter(pl.col("accuracy").is_not_null()).sort(
+                "accuracy", descending=True, maintain_order=True
+            )
+            best = decided.row(0, named=True) if decided.height else cell.row(0, named=True)
+            rows.append(
+                dict(zip(("benchmark", "part", "variant", "type"), key, strict=True))
+                | {c: best[c] for c in ("attack", "accuracy", "ci_low", "ci_high", "chance")}
+                | {
+                    "n": int(cell["n"].max()),
+                    "status": certificate_status(cell),
+                    "note": best["note"],
+                }
+            )
+    schema = {
+        "benchmark": pl.String, "part": pl.String, "variant": pl.String, "type": pl.String,
+        "attack": pl.String, "accuracy": pl.Float64, "ci_low": pl.Float64,
+        "ci_high": pl.Float64, "chance": pl.Float64, "n": pl.Int64, "status": pl.String,
+        "note": pl.String,
+    }  # fmt: skip
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def _model_accuracy(tables: Mapping[str, str | Path]) -> dict[tuple[str, str], dict[str, float]]:
+    """(benchmark, type) -> model -> pair accuracy on all items (1+1 benchmarks' tables)."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for benchmark, path in tables.items():
+        frame = pl.read_parquet(path)
+        if "complexity" in frame.columns:
+            frame = frame.filter(pl.col("complexity").is_null())
+        if "part" in frame.columns:
+            frame = frame.filter(pl.col("part").is_null())
+        rows = frame.filter(
+            pl.col("metric").is_in(["accuracy", "accuracy_micro"])
+            & (pl.col("split") == ALL)
+            & (pl.col("model") != CHANCE)
+        )
+        for r in rows.iter_rows(named=True):
+            kind = ALL if r["metric"] == "accuracy_micro" else r["family"]
+            out.setdefault((benchmark, kind), {})[r["model"]] = r["value"]
+    return out
+
+
+def attacks_markdown(
+    certificates: Sequence[str | Path], pair_tables: Mapping[str, str | Path] | None = None
+) -> list[str]:
+    """The summary's "Blind attacks" section; ``pair_tables`` (benchmark -> metric table of
+    a 1+1 benchmark) adds each model's accuracy on the same items and its margin over the
+    best attack."""
+    if not certificates:
+        return []
+    best = best_attack_table(certificates)
+    models = _model_accuracy(pair_tables or {})
+    lines = [
+        "## Blind attacks",
+        "",
+        "The best text-only attack per benchmark and negative type (`results/blind/<benchmark>/"
+        "attacks.parquet`): every attack cross-fitted over folds of the items, bootstrap 95 % "
+        "interval, a tie counts 1/2, accuracy over (positive, negative) pairs. "
+        f"*{AT_CHANCE}*: every attack at most chance + {MARGIN} with its interval covering "
+        f"chance; *{HACKABLE}*: some attack beats that; types with fewer than {MIN_PAIRS} pairs "
+        "are not certified. Models' accuracy (1+1 benchmarks, all items) beside it: a model "
+        "above the best attack sees more than the texts give away.",
+        "",
+        "| benchmark | part | type | best attack | accuracy | 95% CI | over chance | n | verdict "
+        "| models (accuracy, minus best attack) |",
+        "|---|---|---|---|---:|---|---:|---:|---|---|",
+    ]
+    for r in best.iter_rows(named=True):
+        if r["accuracy"] is None:
+            lines.append(
+                f"| {r['benchmark']} | {r['part']} | {r['type']} | — | | | | {r['n']} "
+                f"| {r['status']}: {r['note'] or ''} | |"
+            )
+            continue
+        accuracy = models.get((r["benchmark"], r["type"]), {})
+        beside = "; ".join(
+            f"{m} {v:.3f} ({v - r['accuracy']:+.3f})" for m, v in sorted(accuracy.items())
+        )
+        lines.append(
+            f"| {r['benchmark']} | {r['part']} | {r['type']} | {r['attack']} "
+            f"| {r['accuracy']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
+            f"| {r['accuracy'] - r['chance']:+.3f} | {r['n']} | {r['status']} | {beside} |"
+        )
+    return [*lines, ""]

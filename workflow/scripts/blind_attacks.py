@@ -1,0 +1,24 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+from vlcomp.joblog import job_log
+from vlcomp.refine.jobs import attacks_stage
+
+params, output = snakemake.params, snakemake.output
+with job_log(snakemake.log[0]) as log:
+    attacks_stage(
+        params.parts,
+        params.shape,
+        scores=params.scores,
+        generators=params.generators,
+        table_out=output.table,
+        predictions_out=output.predictions,
+        figure_png=output.png,
+        figure_pdf=output.pdf,
+        folds=params.settings["folds"],
+        seed=params.settings["seed"],
+        resamples=params.settings["bootstrap_resamples"],
+        log=log,
+    )
+    log(f"wrote {output.table}")
