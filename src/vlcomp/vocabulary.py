@@ -98,8 +98,8 @@ NEGATIVE_TYPES: tuple[NegativeType, ...] = (
     NegativeType("neg", None),
 )
 # SugarCrepe's subset name -> (family, target)
-SUGARCREPE_TYPES: dict[str, tuple[str, str | None]] = {
-    t.sugarcrepe: (t.family, t.target) for t in NEGATIVE_TYPES if t.sugarcrepe
+SUGARCREPE_TYPES: dict[str, tuple[str, str]] = {
+    t.sugarcrepe: (t.family, t.target or "") for t in NEGATIVE_TYPES if t.sugarcrepe
 }
 
 

@@ -30,17 +30,10 @@ from vlcomp.importers.common import (
     require_text,
     source_label,
 )
+from vlcomp.vocabulary import SUGARCREPE_TYPES
 
-# type -> (family, target). The first public release named objects "ent" (add_ent, ...).
-SUGARCREPE_TYPES: dict[str, tuple[str, str]] = {
-    "add_att": ("add", "att"),
-    "add_obj": ("add", "obj"),
-    "replace_att": ("replace", "att"),
-    "replace_obj": ("replace", "obj"),
-    "replace_rel": ("replace", "rel"),
-    "swap_att": ("swap", "att"),
-    "swap_obj": ("swap", "obj"),
-}
+# SUGARCREPE_TYPES (vocabulary): type -> (family, target). The first public release named
+# objects "ent" (add_ent, ...).
 _ALIASES = {"add_ent": "add_obj", "replace_ent": "replace_obj", "swap_ent": "swap_obj"}
 GENERATOR = "imported:sugarcrepe"
 BENCHMARKS = {"refined": "sugarcrepe", "unrefined": "sugarcrepe_unrefined"}

@@ -52,19 +52,12 @@ from vlcomp.llm import LLMClient, Request, Response
 from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.pairs import pair_boxes
 from vlcomp.text import collapse_spaces, normalise
+from vlcomp.vocabulary import SUGARCREPE_TYPES
 
 from .prompts import SugarCrepePrompts
 from .validate import PairCheck, PairValidator, same_text
 
-FAMILY_TARGETS: tuple[tuple[str, str], ...] = (
-    ("replace", "obj"),
-    ("replace", "att"),
-    ("replace", "rel"),
-    ("swap", "obj"),
-    ("swap", "att"),
-    ("add", "obj"),
-    ("add", "att"),
-)
+FAMILY_TARGETS: tuple[tuple[str, str], ...] = tuple(SUGARCREPE_TYPES.values())
 LOCATE_KIND: dict[tuple[str, str], str] = {
     ("replace", "obj"): "obj",
     ("replace", "att"): "att",
