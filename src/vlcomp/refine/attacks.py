@@ -464,7 +464,18 @@ def attack_accuracy(
         answered=pl.col("answered").sum(),
         note=pl.col("note").drop_nulls().unique(),
     )
-    cells = pl.concat([per_item, per_item.with_columns(type=pl.lit(ALL))])
+    # an item with negatives of several types is one item of the "all" cell
+    over_types = (
+        per_item.group_by("part", "attack", *ITEM_KEY)
+        .agg(
+            credit=pl.col("credit").sum(),
+            n=pl.col("n").sum(),
+            answered=pl.col("answered").sum(),
+            note=pl.col("note").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
+        )
+        .with_columns(type=pl.lit(ALL, dtype=pl.String))
+    )
+    cells = pl.concat([per_item, over_types.select(per_item.columns)])
     rows = []
     for (part, kind, attack), cell in cells.sort("part", "type", "attack", *ITEM_KEY).group_by(
         ["part", "type", "attack"], maintain_order=True
