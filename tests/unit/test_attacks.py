@@ -388,4 +388,66 @@ def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
     best = best_attack_table([out["table"]])
     assert best.filter(pl.col("type") == "replace_att")["status"][0] == HACKABLE
     text = "\n".join(attacks_markdown([out["table"]]))
-    assert "| toy | toy | replace_att | length | 1.000 |" in text
+    assert "| toy | toy | as_generated | replace_att | length | 1.000 |" in text
+
+
+def _partly_leaking_pairs(n: int = 300) -> pl.DataFrame:
+    """1+1 items whose negative is the longer text 70 % of the time."""
+    rows = []
+    for i in range(n):
+        colour, other = ("red", "blue", "green")[i % 3], ("pink", "grey", "brown")[i % 3]
+        short, long = (
+            f"a {colour} circle left of a square",
+            f"a {other} circle left of a big square",
+        )
+        positive, negative = (short, long) if i % 10 < 7 else (long, short)
+        rows += [
+            ("toy", f"{i}", "img", positive, True, "replace", "att", "template:x", ""),
+            ("toy", f"{i}", "img", negative, False, "replace", "att", "template:x", ""),
+        ]
+    columns = ["benchmark", "item_id", "image", "text", "is_positive", "family", "target",
+               "generator", "provenance"]  # fmt: skip
+    return pl.DataFrame(rows, schema=columns, orient="row")
+
+
+def test_debias_job_and_the_debiased_certificate(tmp_path):
+    from vlcomp.refine.jobs import attacks_stage, debias_stage
+
+    candidates = tmp_path / "candidates.parquet"
+    _partly_leaking_pairs().write_parquet(candidates)
+    debiased = {k: tmp_path / f"debiased_{k}.parquet" for k in ("candidates", "types", "dropped")}
+    outputs = dict(
+        candidates_out=debiased["candidates"],
+        types_out=debiased["types"],
+        dropped_out=debiased["dropped"],
+        resamples=100,
+        log=lambda m: None,
+    )
+    debias_stage(candidates, **outputs)
+    dropped = pl.read_parquet(debiased["dropped"])
+    assert dropped.height > 0 and dropped["reason"].null_count() == 0
+    kept = pl.read_parquet(debiased["candidates"])
+    assert 0 < kept.height < pl.read_parquet(candidates).height
+    table = tmp_path / "attacks.parquet"
+    attacks_stage(
+        {"toy": candidates},
+        "candidates",
+        debiased={"toy": debiased["candidates"]},
+        scores={},
+        generators={},
+        table_out=table,
+        predictions_out=tmp_path / "predictions.parquet",
+        figure_png=tmp_path / "a.png",
+        figure_pdf=tmp_path / "a.pdf",
+        resamples=100,
+        log=lambda m: None,
+    )
+    certificate = pl.read_parquet(table)
+    assert set(certificate["variant"]) == {"as_generated", "debiased"}
+    length = certificate.filter((pl.col("attack") == "length") & (pl.col("type") == "all"))
+    by_variant = dict(zip(length["variant"], length["accuracy"], strict=True))
+    assert by_variant["as_generated"] > 0.6 and by_variant["debiased"] <= 0.55
+    # a benchmark every pair of which leaks keeps nothing: the job fails and says why
+    _leaking_pairs(100).write_parquet(candidates)
+    with pytest.raises(ValueError, match="debiasing kept no item; per type: replace_att"):
+        debias_stage(candidates, **outputs)

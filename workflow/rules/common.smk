@@ -518,10 +518,35 @@ def attack_generators(benchmark):
     }
 
 
+# Generated benchmarks get a debiased variant (refine.debias): per candidate table, the
+# table with "debiased/" before its name.
+DEBIASED_BENCHMARKS = benchmarks_of(
+    "pairs", "crepe_systematicity", "crepe_productivity"
+)
+
+
+def debiased_parts(benchmark):
+    """label -> the debiased candidates of each part (none for other benchmarks)."""
+    if benchmark not in DEBIASED_BENCHMARKS:
+        return {}
+    return {
+        label: path.replace("candidates.parquet", "debiased/candidates.parquet")
+        for label, path in attack_parts(benchmark).items()
+    }
+
+
+DEBIASED_TABLES = [
+    path.removeprefix("results/negatives/").removesuffix("/debiased/candidates.parquet")
+    for benchmark in DEBIASED_BENCHMARKS
+    for path in debiased_parts(benchmark).values()
+]
+
+
 def attack_inputs(wildcards):
     generators = attack_generators(wildcards.benchmark)
     return {
         "parts": list(attack_parts(wildcards.benchmark).values()),
+        "debiased": list(debiased_parts(wildcards.benchmark).values()),
         "scores": list(attack_scores(wildcards.benchmark).values()),
         "negatives": [negatives for negatives, _ in generators.values()],
         "captions": [shard for _, shards in generators.values() for shard in shards],

@@ -64,6 +64,27 @@ rule blind_baselines:
         "../scripts/blind_baselines.py"
 
 
+rule debias_candidates:
+    input:
+        "results/negatives/{table}/candidates.parquet",
+    output:
+        candidates="results/negatives/{table}/debiased/candidates.parquet",
+        types="results/negatives/{table}/debiased/types.parquet",
+        dropped="results/negatives/{table}/debiased/dropped.parquet",
+    log:
+        "logs/negatives/{table}_debiased.log",
+    wildcard_constraints:
+        table=names_re(DEBIASED_TABLES),
+    conda:
+        "../envs/vlcomp.yaml"
+    params:
+        settings=attack_settings(),
+    message:
+        "Debiasing {wildcards.table}: dropping what the blind attacks predict"
+    script:
+        "../scripts/debias_candidates.py"
+
+
 rule blind_attacks:
     input:
         unpack(attack_inputs),
@@ -92,6 +113,7 @@ rule blind_attacks:
         "../envs/vlcomp.yaml"
     params:
         parts=lambda wc: attack_parts(wc.benchmark),
+        debiased=lambda wc: debiased_parts(wc.benchmark),
         shape=lambda wc: attack_shape(wc.benchmark),
         scores=lambda wc: attack_scores(wc.benchmark),
         generators=lambda wc: attack_generators(wc.benchmark),

@@ -10,6 +10,7 @@ with job_log(snakemake.log[0]) as log:
     attacks_stage(
         params.parts,
         params.shape,
+        debiased=params.debiased,
         scores=params.scores,
         generators=params.generators,
         table_out=output.table,

@@ -10,6 +10,7 @@ import polars as pl
 from vlcomp.contracts import NOTE_KEY
 from vlcomp.io import write_parquet
 from vlcomp.refine import attacks
+from vlcomp.refine import debias as debiasing
 from vlcomp.refine.blind import TiePolicy, blind_accuracy, item_outcomes
 from vlcomp.refine.figures import plot_attacks, plot_prior_heatmap, plot_refinement_gaps
 from vlcomp.refine.priors import (
@@ -159,6 +160,7 @@ def attacks_stage(
     parts: Mapping[str, str | Path],
     shape: str,
     *,
+    debiased: Mapping[str, str | Path] | None = None,
     scores: Mapping[str, str | Path],
     generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
     table_out: str | Path,
@@ -177,7 +179,32 @@ def attacks_stage(
     ``score:<scorer>@<corpus>`` attack per scorer of each corpus's score table (``scores``)
     and one ``generator@<corpus>`` per corpus whose generated training negatives are given
     (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
-    (the debiasing reads them) and a figure with one bar per attack."""
+    and a figure with one bar per attack. ``debiased`` (label -> debiased candidates) adds
+    the same panel on the debiased variant (``variant`` "debiased")."""
+    certificate, predictions = _certificate(parts, shape, scores, generators, folds, seed,
+                                            resamples, log)  # fmt: skip
+    if debiased:
+        variant, _ = _certificate(debiased, shape, scores, generators, folds, seed, resamples,
+                                  log, variant=DEBIASED)  # fmt: skip
+        certificate = pl.concat([certificate, variant])
+    meta = {"tie_policy": attacks.TIE_POLICY, "folds": str(folds), "seed": str(seed),
+            "bootstrap_resamples": str(resamples), "shape": shape}  # fmt: skip
+    write_parquet(certificate, table_out, meta)
+    write_parquet(predictions, predictions_out, meta)
+    plot_attacks(certificate, figure_png, figure_pdf)
+
+
+def _certificate(
+    parts: Mapping[str, str | Path],
+    shape: str,
+    scores: Mapping[str, str | Path],
+    generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
+    folds: int,
+    seed: int,
+    resamples: int,
+    log: Log,
+    variant: str | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     tables = []
     for label, path in parts.items():
         table = pl.read_parquet(path).with_columns(part=pl.lit(label, dtype=pl.String))
@@ -188,9 +215,8 @@ def attacks_stage(
     if table.is_empty():
         raise ValueError(f"no items to attack in {[str(p) for p in parts.values()]}")
     benchmark = table["benchmark"][0]
-    variant = _variant(table["generator"]) if "generator" in table.columns else AS_GENERATED
-    meta = {"tie_policy": attacks.TIE_POLICY, "folds": str(folds), "seed": str(seed),
-            "bootstrap_resamples": str(resamples), "shape": shape}  # fmt: skip
+    if variant is None:
+        variant = _variant(table["generator"]) if "generator" in table.columns else AS_GENERATED
     base = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]
     if shape in attacks.BALANCED_BY_DESIGN:
         results = attacks.balanced_by_design(table, shape, base)
@@ -227,11 +253,10 @@ def attacks_stage(
         chance=pl.lit(0.5),
     ).select(list(ATTACK_CERTIFICATE_SCHEMA))
     for row in best_attacks(certificate).iter_rows(named=True):
-        log(f"  {row['part']} {row['type']}: best {row['attack']} {row['accuracy']:.3f} "
-            f"[{row['ci_low']:.3f}, {row['ci_high']:.3f}] of {row['n']} pairs")  # fmt: skip
-    write_parquet(certificate, table_out, meta)
-    write_parquet(predictions, predictions_out, meta)
-    plot_attacks(certificate, figure_png, figure_pdf)
+        log(f"  {variant} {row['part']} {row['type']}: best {row['attack']} "
+            f"{row['accuracy']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
+            f"of {row['n']} pairs")  # fmt: skip
+    return certificate, predictions
 
 
 def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
@@ -247,3 +272,41 @@ def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
         .sort("_order")
         .drop("_order")
     )
+
+
+DEBIASED = "debiased"
+
+
+def debias_stage(
+    candidates: str | Path,
+    *,
+    candidates_out: str | Path,
+    types_out: str | Path,
+    dropped_out: str | Path,
+    folds: int = 5,
+    seed: int = 0,
+    resamples: int = 1000,
+    log: Log = print,
+) -> None:
+    """The debiased variant of one candidate table (``refine.debias``): the kept candidates
+    (candidates contract), the items kept per type with the best attack before and after,
+    and every dropped pair with the step and reason. Fails, saying why, when nothing is
+    kept."""
+    table = pl.read_parquet(candidates)
+    panel = debiasing.Panel(k=folds, resamples=resamples)
+    result = debiasing.debias(table, seed, panel)
+    meta = {"folds": str(folds), "seed": str(seed), "bootstrap_resamples": str(resamples),
+            "tie_policy": attacks.TIE_POLICY}  # fmt: skip
+    for row in result.types.iter_rows(named=True):
+        log(str(row))
+    if result.candidates.is_empty():
+        raise ValueError(
+            f"{candidates}: debiasing kept no item; per type: "
+            + "; ".join(f"{r['type']}: {r['status']}" for r in result.types.iter_rows(named=True))
+        )
+    kept = result.candidates["item_id"].n_unique()
+    total = table["item_id"].n_unique()
+    log(f"kept {kept} of {total} items ({result.dropped.height} pairs dropped)")
+    write_parquet(result.candidates, candidates_out, meta)
+    write_parquet(result.types, types_out, meta)
+    write_parquet(result.dropped, dropped_out, meta)

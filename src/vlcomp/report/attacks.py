@@ -112,23 +112,24 @@ def attacks_markdown(
         "are not certified. Models' accuracy (1+1 benchmarks, all items) beside it: a model "
         "above the best attack sees more than the texts give away.",
         "",
-        "| benchmark | part | type | best attack | accuracy | 95% CI | over chance | n | verdict "
-        "| models (accuracy, minus best attack) |",
-        "|---|---|---|---|---:|---|---:|---:|---|---|",
+        "| benchmark | part | variant | type | best attack | accuracy | 95% CI | over chance | n "
+        "| verdict | models (accuracy, minus best attack) |",
+        "|---|---|---|---|---|---:|---|---:|---:|---|---|",
     ]
     for r in best.iter_rows(named=True):
         if r["accuracy"] is None:
             lines.append(
-                f"| {r['benchmark']} | {r['part']} | {r['type']} | — | | | | {r['n']} "
-                f"| {r['status']}: {r['note'] or ''} | |"
+                f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} | — | | | "
+                f"| {r['n']} | {r['status']}: {r['note'] or ''} | |"
             )
             continue
-        accuracy = models.get((r["benchmark"], r["type"]), {})
+        evaluated = r["variant"] != "debiased"  # the metric tables score the items as generated
+        accuracy = models.get((r["benchmark"], r["type"]), {}) if evaluated else {}
         beside = "; ".join(
             f"{m} {v:.3f} ({v - r['accuracy']:+.3f})" for m, v in sorted(accuracy.items())
         )
         lines.append(
-            f"| {r['benchmark']} | {r['part']} | {r['type']} | {r['attack']} "
+            f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} | {r['attack']} "
             f"| {r['accuracy']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
             f"| {r['accuracy'] - r['chance']:+.3f} | {r['n']} | {r['status']} | {beside} |"
         )

@@ -1,0 +1,20 @@
+import sys
+
+sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
+
+from vlcomp.joblog import job_log
+from vlcomp.refine.jobs import debias_stage
+
+settings, output = snakemake.params.settings, snakemake.output
+with job_log(snakemake.log[0]) as log:
+    debias_stage(
+        snakemake.input[0],
+        candidates_out=output.candidates,
+        types_out=output.types,
+        dropped_out=output.dropped,
+        folds=settings["folds"],
+        seed=settings["seed"],
+        resamples=settings["bootstrap_resamples"],
+        log=log,
+    )
+    log(f"wrote {output.candidates}")
