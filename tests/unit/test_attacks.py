@@ -357,7 +357,7 @@ def _leaking_pairs(n: int = 120) -> pl.DataFrame:
 
 
 def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
-    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA, attacks_stage
+    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA, AttackSettings, attacks_stage
     from vlcomp.report.attacks import HACKABLE, attacks_markdown, best_attack_table
 
     candidates = tmp_path / "candidates.parquet"
@@ -373,7 +373,7 @@ def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
         predictions_out=out["predictions"],
         figure_png=out["png"],
         figure_pdf=out["pdf"],
-        resamples=100,
+        settings=AttackSettings(bootstrap_resamples=100),
         log=lambda m: None,
     )
     table = pl.read_parquet(out["table"])
@@ -411,7 +411,7 @@ def _partly_leaking_pairs(n: int = 300) -> pl.DataFrame:
 
 
 def test_debias_job_and_the_debiased_certificate(tmp_path):
-    from vlcomp.refine.jobs import attacks_stage, debias_stage
+    from vlcomp.refine.jobs import AttackSettings, attacks_stage, debias_stage
 
     candidates = tmp_path / "candidates.parquet"
     _partly_leaking_pairs().write_parquet(candidates)
@@ -420,7 +420,7 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
         candidates_out=debiased["candidates"],
         types_out=debiased["types"],
         dropped_out=debiased["dropped"],
-        resamples=100,
+        settings=AttackSettings(bootstrap_resamples=100),
         log=lambda m: None,
     )
     debias_stage(candidates, **outputs)
@@ -439,7 +439,7 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
         predictions_out=tmp_path / "predictions.parquet",
         figure_png=tmp_path / "a.png",
         figure_pdf=tmp_path / "a.pdf",
-        resamples=100,
+        settings=AttackSettings(bootstrap_resamples=100),
         log=lambda m: None,
     )
     certificate = pl.read_parquet(table)

@@ -3,7 +3,8 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.refine.jobs import attacks_stage
+from vlcomp.refine.jobs import AttackSettings, attacks_stage
+from vlcomp.settings import settings_from
 
 params, output = snakemake.params, snakemake.output
 with job_log(snakemake.log[0]) as log:
@@ -17,9 +18,7 @@ with job_log(snakemake.log[0]) as log:
         predictions_out=output.predictions,
         figure_png=output.png,
         figure_pdf=output.pdf,
-        folds=params.settings["folds"],
-        seed=params.settings["seed"],
-        resamples=params.settings["bootstrap_resamples"],
+        settings=settings_from(AttackSettings, params.settings, "attacks"),
         log=log,
     )
     log(f"wrote {output.table}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import polars as pl
@@ -128,6 +129,20 @@ def prior_stage(
     plot_prior_heatmap(heatmap, figure_png, figure_pdf, lm_scorer, bins_setting=bins)
 
 
+@dataclass(frozen=True)
+class AttackSettings:
+    """Config ``attacks``: the panel's folds, seed and bootstrap resamples."""
+
+    folds: int = 5
+    seed: int = 0
+    bootstrap_resamples: int = 1000
+
+    def metadata(self, **extra: str) -> dict[str, str]:
+        return {"tie_policy": attacks.TIE_POLICY, "folds": str(self.folds),
+                "seed": str(self.seed), "bootstrap_resamples": str(self.bootstrap_resamples),
+                **extra}  # fmt: skip
+
+
 ATTACK_CERTIFICATE_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,
     "part": pl.String,  # a corpus's CREPE set, or the benchmark
@@ -167,9 +182,7 @@ def attacks_stage(
     predictions_out: str | Path,
     figure_png: str | Path,
     figure_pdf: str | Path,
-    folds: int = 5,
-    seed: int = 0,
-    resamples: int = 1000,
+    settings: AttackSettings = AttackSettings(),
     log: Log = print,
 ) -> None:
     """The blind-attack certificate of one benchmark (``ATTACK_CERTIFICATE_SCHEMA``): every
@@ -181,14 +194,11 @@ def attacks_stage(
     (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
     and a figure with one bar per attack. ``debiased`` (label -> debiased candidates) adds
     the same panel on the debiased variant (``variant`` "debiased")."""
-    certificate, predictions = _certificate(parts, shape, scores, generators, folds, seed,
-                                            resamples, log)  # fmt: skip
+    certificate, predictions = _certificate(parts, shape, scores, generators, settings, log)
     if debiased:
-        variant, _ = _certificate(debiased, shape, scores, generators, folds, seed, resamples,
-                                  log, variant=DEBIASED)  # fmt: skip
+        variant, _ = _certificate(debiased, shape, scores, generators, settings, log, DEBIASED)
         certificate = pl.concat([certificate, variant])
-    meta = {"tie_policy": attacks.TIE_POLICY, "folds": str(folds), "seed": str(seed),
-            "bootstrap_resamples": str(resamples), "shape": shape}  # fmt: skip
+    meta = settings.metadata(shape=shape)
     write_parquet(certificate, table_out, meta)
     write_parquet(predictions, predictions_out, meta)
     plot_attacks(certificate, figure_png, figure_pdf)
@@ -199,12 +209,11 @@ def _certificate(
     shape: str,
     scores: Mapping[str, str | Path],
     generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
-    folds: int,
-    seed: int,
-    resamples: int,
+    settings: AttackSettings,
     log: Log,
     variant: str | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
+    folds, seed, resamples = settings.folds, settings.seed, settings.bootstrap_resamples
     tables = []
     for label, path in parts.items():
         table = pl.read_parquet(path).with_columns(part=pl.lit(label, dtype=pl.String))
@@ -283,9 +292,7 @@ def debias_stage(
     candidates_out: str | Path,
     types_out: str | Path,
     dropped_out: str | Path,
-    folds: int = 5,
-    seed: int = 0,
-    resamples: int = 1000,
+    settings: AttackSettings = AttackSettings(),
     log: Log = print,
 ) -> None:
     """The debiased variant of one candidate table (``refine.debias``): the kept candidates
@@ -293,10 +300,9 @@ def debias_stage(
     and every dropped pair with the step and reason. Fails, saying why, when nothing is
     kept."""
     table = pl.read_parquet(candidates)
-    panel = debiasing.Panel(k=folds, resamples=resamples)
-    result = debiasing.debias(table, seed, panel)
-    meta = {"folds": str(folds), "seed": str(seed), "bootstrap_resamples": str(resamples),
-            "tie_policy": attacks.TIE_POLICY}  # fmt: skip
+    panel = debiasing.Panel(k=settings.folds, resamples=settings.bootstrap_resamples)
+    result = debiasing.debias(table, settings.seed, panel)
+    meta = settings.metadata()
     for row in result.types.iter_rows(named=True):
         log(str(row))
     if result.candidates.is_empty():
