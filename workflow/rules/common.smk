@@ -536,9 +536,9 @@ def debiased_parts(benchmark):
 
 
 DEBIASED_TABLES = [
-    path.removeprefix("results/negatives/").removesuffix("/debiased/candidates.parquet")
+    os.path.dirname(path).removeprefix("results/negatives/")
     for benchmark in DEBIASED_BENCHMARKS
-    for path in debiased_parts(benchmark).values()
+    for path in attack_parts(benchmark).values()
 ]
 
 
