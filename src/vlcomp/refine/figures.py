@@ -143,53 +143,62 @@ def plot_prior_heatmap(
 
 
 def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) -> None:
-    """One panel per (part, negative type), one bar per blind attack: its accuracy with the
-    bootstrap 95 % interval, chance as a dashed line, the pairs it decided (of n) under the
-    bar. A panel where no attack applies says why."""
+    """One panel per (part, negative type), one bar per blind attack and variant (as
+    generated solid, debiased hatched): its accuracy with the bootstrap 95 % interval,
+    chance as a dashed line, the pairs it decided under the bar. A panel where no attack
+    applies says why."""
     cells = certificate.select("part", "type").unique(maintain_order=True).to_dicts()
     attacks = certificate["attack"].unique(maintain_order=True).to_list()
+    variants = certificate["variant"].unique(maintain_order=True).to_list()
     columns = min(4, len(cells))
     rows = -(-len(cells) // columns)
-    width = min(13.3, max(3.2, 0.32 * len(attacks) + 1.2) * columns)
+    width = min(13.3, max(3.2, 0.32 * len(attacks) * len(variants) + 1.2) * columns)
     fig, axes = plt.subplots(
         rows, columns, figsize=(width, 3.1 * rows), squeeze=False, sharey=True,
         constrained_layout=True,
     )  # fmt: skip
     colours = plt.get_cmap("tab20")
+    bar = 0.8 / len(variants)
     for ax, cell in zip(axes.flat, cells, strict=False):
         rows_of = certificate.filter(
             (pl.col("part") == cell["part"]) & (pl.col("type") == cell["type"])
         )
-        by_attack = {r["attack"]: r for r in rows_of.iter_rows(named=True)}
+        by_key = {(r["variant"], r["attack"]): r for r in rows_of.iter_rows(named=True)}
         title = cell["type"] if certificate["part"].n_unique() == 1 else (
             f"{cell['part']}: {cell['type']}"
         )  # fmt: skip
-        n = max((r["n"] for r in by_attack.values()), default=0)
-        ax.set_title(f"{title} (n={n})", fontsize=8)
+        sizes = ", ".join(
+            f"{v} {max(r['n'] for k, r in by_key.items() if k[0] == v)}"
+            for v in variants
+            if any(k[0] == v for k in by_key)
+        )
+        ax.set_title(f"{title} (n: {sizes})", fontsize=7)
         ax.axhline(0.5, color="black", linestyle="--", linewidth=0.8)
         ax.set_ylim(0, 1.05)
         ax.set_xticks(range(len(attacks)))
         ax.set_xticklabels(attacks, rotation=60, ha="right", fontsize=6)
-        notes = set()
+        notes = {r["note"] for r in by_key.values() if r["accuracy"] is None and r["note"]}
         for x, attack in enumerate(attacks):
-            r = by_attack.get(attack)
-            if r is None or r["accuracy"] is None:
-                if r is not None and r["note"]:
-                    notes.add(r["note"])
-                continue
-            low, high = r["ci_low"], r["ci_high"]
-            error = None if low is None else [[r["accuracy"] - low], [high - r["accuracy"]]]
-            ax.bar(x, r["accuracy"], color=colours(x % 20), yerr=error, capsize=2)
-            ax.text(x, 0.02, f"{r['answered']}", rotation=90, fontsize=5, ha="center")
-        if notes and not any(by_attack[a]["accuracy"] is not None for a in by_attack):
+            for j, variant in enumerate(variants):
+                r = by_key.get((variant, attack))
+                if r is None or r["accuracy"] is None:
+                    continue
+                low, high = r["ci_low"], r["ci_high"]
+                error = None if low is None else [[r["accuracy"] - low], [high - r["accuracy"]]]
+                left = x - 0.4 + bar * (j + 0.5)
+                ax.bar(left, r["accuracy"], width=bar, color=colours(x % 20), yerr=error,
+                       capsize=1.5, hatch="////" if j else None, edgecolor="white")  # fmt: skip
+                ax.text(left, 0.02, f"{r['answered']}", rotation=90, fontsize=4.5, ha="center")
+        if notes and all(r["accuracy"] is None for r in by_key.values()):
             ax.text(0.5, 0.5, textwrap.fill("; ".join(sorted(notes)), 40),
                     transform=ax.transAxes, ha="center", va="center", fontsize=7)  # fmt: skip
     for ax in axes.flat[len(cells) :]:
         ax.set_visible(False)
     axes[0][0].set_ylabel("blind accuracy (tie = 1/2)")
     benchmark = certificate["benchmark"][0] if certificate.height else ""
+    shown = " (solid), ".join(variants) + (" (hatched)" if len(variants) > 1 else "")
     fig.suptitle(
-        f"{benchmark}: text-only attacks, cross-fitted; dashed: chance; "
+        f"{benchmark}: text-only attacks, cross-fitted, {shown}; dashed: chance; "
         "number in a bar: pairs the attack decided",
         fontsize=9,
     )
