@@ -380,10 +380,12 @@ def _expand(
             wanted = sorted(p for p in entry.glob("*.json") if _aro_task(p, source))
             others = sorted(p for p in entry.glob("*.json") if not _aro_task(p, source))
             expected = f"ARO files ({', '.join(f'{n}.json' for n in ARO_FILES)})"
-        else:
+        elif fmt == "crepe_csv":
             wanted = sorted(entry.glob("*.csv"))
             others = []
             expected = "CREPE *.csv files"
+        else:  # a format that names no folder layout reads the files it is given
+            raise ImportFormatError(f"{entry}: a folder; the {fmt} importer reads files: name them")
         if not wanted:
             raise ImportFormatError(f"{entry}: no {expected}")
         for other in others:
