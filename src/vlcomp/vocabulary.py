@@ -117,6 +117,17 @@ def negative_type(family: pl.Expr, target: pl.Expr) -> pl.Expr:
     )
 
 
+# ------------------------------------------------------ blind-attack certificates
+
+AS_GENERATED, DEBIASED = "as_generated", "debiased"  # a benchmark's variants
+# A type is at chance when every attack is at most chance + CERTIFICATE_MARGIN with its 95 %
+# interval covering chance; a type with fewer pairs than CERTIFICATE_MIN_PAIRS is reported,
+# not certified.
+CERTIFICATE_MARGIN = 0.05
+CERTIFICATE_MIN_PAIRS = 50
+AT_CHANCE, HACKABLE = "at chance", "hackable"
+TOO_FEW, BY_DESIGN = "not certified: too few pairs", "balanced by design"
+
 # ---------------------------------------------------------------------- metrics
 
 

@@ -341,27 +341,12 @@ def test_tokenisation_is_the_text_layer():
 # ----------------------------------------------------------- the certificate job and summary
 
 
-def _leaking_pairs(n: int = 120) -> pl.DataFrame:
-    """1+1 items whose negative is always one word longer (length gives them away)."""
-    rows = []
-    for i in range(n):
-        colour = ("red", "blue", "green")[i % 3]
-        positive = f"a {colour} circle left of a square"
-        rows += [
-            ("toy", f"{i}", "img", positive, True, "replace", "att", "template:x", ""),
-            ("toy", f"{i}", "img", positive + " today", False, "replace", "att", "template:x", ""),
-        ]
-    columns = ["benchmark", "item_id", "image", "text", "is_positive", "family", "target",
-               "generator", "provenance"]  # fmt: skip
-    return pl.DataFrame(rows, schema=columns, orient="row")
-
-
 def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
     from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA, AttackSettings, attacks_stage
     from vlcomp.report.attacks import HACKABLE, attacks_markdown, best_attack_table
 
     candidates = tmp_path / "candidates.parquet"
-    _leaking_pairs().write_parquet(candidates)
+    _length_pairs(120, 1.0).write_parquet(candidates)
     files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
     out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
     attacks_stage(
@@ -391,8 +376,8 @@ def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
     assert "| toy | toy | as_generated | replace_att | length | 1.000 |" in text
 
 
-def _partly_leaking_pairs(n: int = 300) -> pl.DataFrame:
-    """1+1 items whose negative is the longer text 70 % of the time."""
+def _length_pairs(n: int, leaking: float) -> pl.DataFrame:
+    """1+1 items whose negative is the longer text in a ``leaking`` share of them."""
     rows = []
     for i in range(n):
         colour, other = ("red", "blue", "green")[i % 3], ("pink", "grey", "brown")[i % 3]
@@ -400,7 +385,7 @@ def _partly_leaking_pairs(n: int = 300) -> pl.DataFrame:
             f"a {colour} circle left of a square",
             f"a {other} circle left of a big square",
         )
-        positive, negative = (short, long) if i % 10 < 7 else (long, short)
+        positive, negative = (short, long) if i % 10 < 10 * leaking else (long, short)
         rows += [
             ("toy", f"{i}", "img", positive, True, "replace", "att", "template:x", ""),
             ("toy", f"{i}", "img", negative, False, "replace", "att", "template:x", ""),
@@ -414,7 +399,7 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
     from vlcomp.refine.jobs import AttackSettings, attacks_stage, debias_stage
 
     candidates = tmp_path / "candidates.parquet"
-    _partly_leaking_pairs().write_parquet(candidates)
+    _length_pairs(300, 0.7).write_parquet(candidates)
     debiased = {k: tmp_path / f"debiased_{k}.parquet" for k in ("candidates", "types", "dropped")}
     outputs = dict(
         candidates_out=debiased["candidates"],
@@ -448,6 +433,6 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
     by_variant = dict(zip(length["variant"], length["accuracy"], strict=True))
     assert by_variant["as_generated"] > 0.6 and by_variant["debiased"] <= 0.55
     # a benchmark every pair of which leaks keeps nothing: the job fails and says why
-    _leaking_pairs(100).write_parquet(candidates)
+    _length_pairs(100, 1.0).write_parquet(candidates)
     with pytest.raises(ValueError, match="debiasing kept no item; per type: replace_att"):
         debias_stage(candidates, **outputs)

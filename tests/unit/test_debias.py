@@ -8,16 +8,15 @@ from polars.testing import assert_frame_equal
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.refine.attacks import CHANGED_WORDS, CONTEXT, LENGTH, WORD_PRIOR, attack_pairs
 from vlcomp.refine.debias import (
-    AT_CHANCE,
     BALANCE_CHANGES,
     BALANCE_LENGTHS,
     DROPPED_SCHEMA,
-    TOO_FEW,
     TYPES_SCHEMA,
     balance_changes,
     balance_lengths,
     debias,
 )
+from vlcomp.vocabulary import AT_CHANCE, TOO_FEW
 
 COLOURS = ["blue", "green", "yellow", "black", "white", "pink", "brown", "grey"]
 SHAPES = ["square", "circle", "star", "cube", "ring", "cone", "disk", "heart", "oval"]

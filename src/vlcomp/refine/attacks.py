@@ -69,6 +69,7 @@ LENGTH, WORD_PRIOR, CHANGED_WORDS, CONTEXT, GENERATOR = (
     "generator",
 )
 ATTACKS: tuple[str, ...] = (LENGTH, WORD_PRIOR, CHANGED_WORDS, CONTEXT, GENERATOR)
+TEXT_ATTACKS: tuple[str, ...] = ATTACKS[:-1]  # cross-fitted on the benchmark's own texts
 SCORE_PREFIX = "score:"  # score:<scorer>, one attack per scorer of a score table
 TIE_POLICY = "tie_counts_half"  # d == 0: credit 1/2
 C = 1.0  # inverse L2 strength of the logistic regressions
@@ -130,13 +131,14 @@ def folds(benchmarks: Sequence[str], item_ids: Sequence[str], k: int = 5, seed: 
     return [stable_int(seed, b, i) % k for b, i in zip(benchmarks, item_ids, strict=True)]
 
 
-def _type() -> pl.Expr:
+def pair_type() -> pl.Expr:
+    """A pair's negative type (family_target; ``unlabelled`` without a family)."""
     return negative_type(pl.col("family"), pl.col("target")).fill_null(UNLABELLED).alias("type")
 
 
 def _part_and_type(frame: pl.DataFrame) -> list[pl.Expr]:
     part = pl.col("part") if "part" in frame.columns else pl.col("benchmark")
-    return [part.cast(pl.String).alias("part"), _type()]
+    return [part.cast(pl.String).alias("part"), pair_type()]
 
 
 def _check_positives(candidates: pl.DataFrame, shape: str) -> None:
@@ -171,7 +173,7 @@ def attack_pairs(
         *ITEM_KEY, part.cast(pl.String).alias("part"), pl.col("text").alias("positive")
     )
     neg = candidates.filter(~pl.col("is_positive")).select(
-        *ITEM_KEY, _type(), pl.col("text").alias("negative")
+        *ITEM_KEY, pair_type(), pl.col("text").alias("negative")
     )
     pairs = pos.join(neg, on=ITEM_KEY, how="inner").sort(*ITEM_KEY, "positive", "negative")
     pair_id = (
@@ -339,7 +341,7 @@ def transfer(
     """``generator``: d of every pair from ``context`` fitted on ``training`` (positive,
     negative, family, target), per type where the training set has the type, else pooled;
     with the pooled pairs' note."""
-    train_type = training.select("positive", "negative", _type())
+    train_type = training.select("positive", "negative", pair_type())
     pooled = fit_context(train_type["positive"].to_list(), train_type["negative"].to_list(), seed)
     d = np.zeros(pairs.height)
     notes: list[str | None] = [None] * pairs.height

@@ -36,7 +36,7 @@ drops, those of the items with most pairs go first, so that 1+N items keep a neg
 
 Off chance (``Panel.off_chance``), as the summary's certificate (``report.attacks``):
 accuracy > 1/2 + margin, or the 95 % interval excludes 1/2. A type's final status:
-``at chance``, ``hackable`` (some attack still off chance), or ``not certified: too few``
+``at chance``, ``hackable`` (some attack still off chance), or ``not certified: too few pairs``
 (fewer than ``min_pairs`` pairs left), judged by the panel with the caller's seed.
 
 Output is per item: a 1+N item keeps its positive and the negatives whose pairs were kept,
@@ -56,31 +56,36 @@ import polars as pl
 from vlcomp.importers.registry import CANDIDATES
 from vlcomp.refine.attacks import (
     CHANGED_WORDS,
-    CONTEXT,
     LENGTH,
     RESULTS_SCHEMA,
+    TEXT_ATTACKS,
     WORD_PRIOR,
     attack_accuracy,
     attack_pairs,
     credit,
     folds,
+    pair_type,
     predict_attacks,
     stable_int,
 )
 from vlcomp.refine.candidates import ITEM_KEY
 from vlcomp.refine.words import changed_words
 from vlcomp.text import words
-from vlcomp.vocabulary import ALL, UNLABELLED, negative_type
+from vlcomp.vocabulary import (
+    ALL,
+    AT_CHANCE,
+    CERTIFICATE_MARGIN,
+    CERTIFICATE_MIN_PAIRS,
+    HACKABLE,
+    TOO_FEW,
+)
 
-TEXT_ATTACKS: tuple[str, ...] = (LENGTH, WORD_PRIOR, CHANGED_WORDS, CONTEXT)
 PRIOR_ATTACKS = (WORD_PRIOR, CHANGED_WORDS)  # the gate of balance_changes
 CHANCE_LEVEL = 0.5
-MARGIN = 0.05  # as report.attacks.MARGIN
-MIN_PAIRS = 50  # as report.attacks.MIN_PAIRS
+MARGIN, MIN_PAIRS = CERTIFICATE_MARGIN, CERTIFICATE_MIN_PAIRS
 FRACTION = 0.05  # AFLite's slice per round, of the type's pairs
 MAX_ROUNDS = 20
 BALANCE_CHANGES, BALANCE_LENGTHS, AFLITE = "balance_changes", "balance_lengths", "aflite"
-AT_CHANCE, HACKABLE, TOO_FEW = "at chance", "hackable", "not certified: too few"
 GROUP = ["part", "type"]
 Group = tuple[str, str]
 
@@ -109,7 +114,7 @@ TYPES_SCHEMA: dict[str, pl.DataType] = {
     "accuracy_before": pl.Float64,
     "best_attack_after": pl.String,
     "accuracy_after": pl.Float64,
-    "status": pl.String,  # at chance / hackable / not certified: too few
+    "status": pl.String,  # vocabulary.AT_CHANCE / HACKABLE / TOO_FEW
 }
 
 
@@ -496,7 +501,7 @@ def _kept_rows(candidates: pl.DataFrame, kept: pl.DataFrame) -> pl.DataFrame:
     ]
     negatives = (
         table.filter(~pl.col("is_positive"))
-        .with_columns(type=negative_type(pl.col("family"), pl.col("target")).fill_null(UNLABELLED))
+        .with_columns(pair_type())
         .sort(*by, *plain, "_row", nulls_last=True)
         .with_columns(_j=pl.int_range(pl.len()).over(by))
     )

@@ -21,6 +21,7 @@ from vlcomp.refine.priors import (
     prior_heatmap_table,
 )
 from vlcomp.refine.refinement import refine_candidates, refined_candidates
+from vlcomp.vocabulary import AS_GENERATED, DEBIASED
 
 Log = Callable[[str], None]
 
@@ -150,7 +151,6 @@ ATTACK_CERTIFICATE_SCHEMA: dict[str, pl.DataType] = {
     **{c: t for c, t in attacks.RESULTS_SCHEMA.items() if c != "part"},
     "chance": pl.Float64,
 }
-AS_GENERATED = "as_generated"
 
 
 def _variant(generators: pl.Series) -> str:
@@ -226,7 +226,7 @@ def _certificate(
     benchmark = table["benchmark"][0]
     if variant is None:
         variant = _variant(table["generator"]) if "generator" in table.columns else AS_GENERATED
-    base = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]
+    base = list(attacks.TEXT_ATTACKS)
     if shape in attacks.BALANCED_BY_DESIGN:
         results = attacks.balanced_by_design(table, shape, base)
         predictions = pl.DataFrame(schema=attacks.PREDICTIONS_SCHEMA)
@@ -281,9 +281,6 @@ def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
         .sort("_order")
         .drop("_order")
     )
-
-
-DEBIASED = "debiased"
 
 
 def debias_stage(

@@ -9,13 +9,19 @@ from pathlib import Path
 
 import polars as pl
 
-from vlcomp.vocabulary import ALL, CHANCE
+from vlcomp.vocabulary import (
+    ALL,
+    AT_CHANCE,
+    BY_DESIGN,
+    CERTIFICATE_MARGIN,
+    CERTIFICATE_MIN_PAIRS,
+    CHANCE,
+    DEBIASED,
+    HACKABLE,
+    TOO_FEW,
+)
 
-# A type is at chance when every attack's accuracy is at most chance + MARGIN and every
-# interval covers chance; types with fewer pairs are reported, not certified.
-MARGIN = 0.05
-MIN_PAIRS = 50
-AT_CHANCE, HACKABLE, TOO_FEW, BY_DESIGN = "at chance", "hackable", "too few pairs", "by design"
+MARGIN, MIN_PAIRS = CERTIFICATE_MARGIN, CERTIFICATE_MIN_PAIRS
 
 
 def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
@@ -123,7 +129,7 @@ def attacks_markdown(
                 f"| {r['n']} | {r['status']}: {r['note'] or ''} | |"
             )
             continue
-        evaluated = r["variant"] != "debiased"  # the metric tables score the items as generated
+        evaluated = r["variant"] != DEBIASED  # the metric tables score the items as generated
         accuracy = models.get((r["benchmark"], r["type"]), {}) if evaluated else {}
         beside = "; ".join(
             f"{m} {v:.3f} ({v - r['accuracy']:+.3f})" for m, v in sorted(accuracy.items())
