@@ -128,6 +128,18 @@ CERTIFICATE_MIN_PAIRS = 50
 AT_CHANCE, HACKABLE = "at chance", "hackable"
 TOO_FEW, BY_DESIGN = "not certified: too few pairs", "balanced by design"
 
+
+def above_chance(chance: float | pl.Expr = 0.5, margin: float = CERTIFICATE_MARGIN) -> pl.Expr:
+    """An attack's row (accuracy, ci_low) beats chance: by more than the margin, or with
+    its interval above it."""
+    return (pl.col("accuracy") > chance + margin) | (pl.col("ci_low") > chance)
+
+
+def below_chance(chance: float | pl.Expr = 0.5) -> pl.Expr:
+    """An attack's row is reliably below chance (its texts still tell the two apart)."""
+    return pl.col("ci_high") < chance
+
+
 # ---------------------------------------------------------------------- metrics
 
 

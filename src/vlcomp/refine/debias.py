@@ -78,6 +78,8 @@ from vlcomp.vocabulary import (
     CERTIFICATE_MIN_PAIRS,
     HACKABLE,
     TOO_FEW,
+    above_chance,
+    below_chance,
 )
 
 PRIOR_ATTACKS = (WORD_PRIOR, CHANGED_WORDS)  # the gate of balance_changes
@@ -155,11 +157,8 @@ class Panel:
     def off_chance(self, results: pl.DataFrame, above_only: bool = False) -> pl.DataFrame:
         """The per-type rows of ``results`` whose attack is off chance (above it only, with
         ``above_only``)."""
-        above = (pl.col("accuracy") > CHANCE_LEVEL + self.margin) | (
-            pl.col("ci_low") > CHANCE_LEVEL
-        )
-        below = pl.col("ci_high") < CHANCE_LEVEL
-        off = above if above_only else above | below
+        above = above_chance(CHANCE_LEVEL, self.margin)
+        off = above if above_only else above | below_chance(CHANCE_LEVEL)
         return results.filter(
             (pl.col("type") != ALL) & pl.col("accuracy").is_not_null() & off.fill_null(False)
         )

@@ -19,6 +19,8 @@ from vlcomp.vocabulary import (
     DEBIASED,
     HACKABLE,
     TOO_FEW,
+    above_chance,
+    below_chance,
 )
 
 MARGIN, MIN_PAIRS = CERTIFICATE_MARGIN, CERTIFICATE_MIN_PAIRS
@@ -33,14 +35,11 @@ def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
         return BY_DESIGN
     if int(cell["n"].max()) < MIN_PAIRS:
         return TOO_FEW
-    off = decided.filter(
-        (pl.col("accuracy") > pl.col("chance") + margin)
-        | (pl.col("ci_low") > pl.col("chance"))
-        | (pl.col("ci_high") < pl.col("chance"))
-    )
+    chance = pl.col("chance")
+    off = decided.filter(above_chance(chance, margin) | below_chance(chance))
     if off.is_empty():
         return AT_CHANCE
-    below = off.filter(pl.col("ci_high") < pl.col("chance"))["attack"].to_list()
+    below = off.filter(below_chance(chance))["attack"].to_list()
     return HACKABLE + (
         f" ({', '.join(below)} below chance)" if below == off["attack"].to_list() else ""
     )
