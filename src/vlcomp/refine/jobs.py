@@ -194,9 +194,14 @@ def attacks_stage(
     (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
     and a figure with one bar per attack. ``debiased`` (label -> debiased candidates) adds
     the same panel on the debiased variant (``variant`` "debiased")."""
-    certificate, predictions = _certificate(parts, shape, scores, generators, settings, log)
+    scored = {corpus: pl.read_parquet(path) for corpus, path in scores.items()}
+    training = {}
+    for corpus, (negatives, captions) in generators.items():
+        training[corpus] = _generator_pairs(negatives, captions)
+        log(f"generator@{corpus}: {training[corpus].height} generated training pairs")
+    certificate, predictions = _certificate(parts, shape, scored, training, settings, log)
     if debiased:
-        variant, _ = _certificate(debiased, shape, scores, generators, settings, log, DEBIASED)
+        variant, _ = _certificate(debiased, shape, scored, training, settings, log, DEBIASED)
         certificate = pl.concat([certificate, variant])
     meta = settings.metadata(shape=shape)
     write_parquet(certificate, table_out, meta)
@@ -207,8 +212,8 @@ def attacks_stage(
 def _certificate(
     parts: Mapping[str, str | Path],
     shape: str,
-    scores: Mapping[str, str | Path],
-    generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
+    scores: Mapping[str, pl.DataFrame],
+    training: Mapping[str, pl.DataFrame],
     settings: AttackSettings,
     log: Log,
     variant: str | None = None,
@@ -234,21 +239,18 @@ def _certificate(
     else:
         pairs = attacks.attack_pairs(table, shape, folds, seed)
         frames = [attacks.predict_attacks(pairs, base, seed=seed)]
-        for corpus, path in scores.items():
-            corpus_scores = pl.read_parquet(path)
+        for corpus, corpus_scores in scores.items():
             names = attacks.panel_attacks(corpus_scores)[len(attacks.ATTACKS) :]
             frames.append(
                 attacks.predict_attacks(pairs, names, scores=corpus_scores, seed=seed)
                 .with_columns(pl.format("{}@{}", "attack", pl.lit(corpus)).alias("attack"))
             )  # fmt: skip
-        for corpus, (negatives, captions) in generators.items():
-            training = _generator_pairs(negatives, captions)
-            log(f"generator@{corpus}: {training.height} generated training pairs")
+        for corpus, generated in training.items():
             frames.append(
-                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=training, seed=seed)
+                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=generated, seed=seed)
                 .with_columns(attack=pl.lit(f"{attacks.GENERATOR}@{corpus}", dtype=pl.String))
             )  # fmt: skip
-        if not generators:
+        if not training:
             frames.append(
                 attacks.predict_attacks(pairs, [attacks.GENERATOR], training=None, seed=seed)
             )
