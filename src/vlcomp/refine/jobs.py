@@ -21,7 +21,7 @@ from vlcomp.refine.priors import (
     prior_heatmap_table,
 )
 from vlcomp.refine.refinement import refine_candidates, refined_candidates
-from vlcomp.vocabulary import AS_GENERATED, DEBIASED
+from vlcomp.vocabulary import AS_GENERATED, CERTIFICATE_MIN_PAIRS, DEBIASED
 
 Log = Callable[[str], None]
 
@@ -296,17 +296,19 @@ def debias_stage(
 ) -> None:
     """The debiased variant of one candidate table (``refine.debias``): the kept candidates
     (candidates contract), the items kept per type with the best attack before and after,
-    and every dropped pair with the step and reason. Fails, saying why, when nothing is
-    kept."""
+    and every dropped pair with the step and reason. Fails, saying why, when it keeps
+    fewer pairs than a type needs to be certified."""
     table = pl.read_parquet(candidates)
     panel = debiasing.Panel(k=settings.folds, resamples=settings.bootstrap_resamples)
     result = debiasing.debias(table, settings.seed, panel)
     meta = settings.metadata()
     for row in result.types.iter_rows(named=True):
         log(str(row))
-    if result.candidates.is_empty():
+    kept_pairs = int((~result.candidates["is_positive"]).sum()) if result.candidates.height else 0
+    if kept_pairs < CERTIFICATE_MIN_PAIRS:  # nothing, or too little to certify or score
         raise ValueError(
-            f"{candidates}: debiasing kept no item; per type: "
+            f"{candidates}: debiasing kept {kept_pairs} pair(s), fewer than "
+            f"{CERTIFICATE_MIN_PAIRS}; per type: "
             + "; ".join(f"{r['type']}: {r['status']}" for r in result.types.iter_rows(named=True))
         )
     kept = result.candidates["item_id"].n_unique()
