@@ -76,9 +76,10 @@ def test_outputs_exist(run_dir):
 def test_metrics_table(run_dir):
     table = pl.read_parquet(run_dir / "results/metrics/retrieval.parquet")
     assert table.columns[:10] == [
-        "model", "benchmark", "kind", "part", "split", "family", "metric", "value", "n",
-        "tie_policy",
+        "model", "benchmark", "kind", "variant", "part", "split", "family", "metric", "value",
+        "n",
     ]  # fmt: skip
+    assert set(table["variant"]) == {"as_generated"}  # retrieval has no debiased variant
     assert set(table["kind"]) == {"retrieval"}
     assert set(table["model"]) == {"world_cc12m", "world_laion", "world_cc12m_negclip", "chance"}
     assert {"i2t_R@1", "t2i_R@1", "i2t_R@5", "t2i_R@5"} <= set(table["metric"])

@@ -111,6 +111,54 @@ def test_overview_markdown_one_row_per_model(tables):
     assert overview_markdown(overview_table(tables[:1])) == []  # one benchmark: no section
 
 
+def _debiased(path: Path) -> Path:
+    """The metric table as a model's table scored on the debiased variant, collected."""
+    from vlcomp.evaluate.jobs import collect_metrics
+    from vlcomp.io import write_parquet
+
+    per_model = path.with_name(f"model_{path.name}")
+    write_parquet(pl.read_parquet(path), per_model, metadata={"variants": "debiased"})
+    collect_metrics([str(per_model)], str(path), str(path.with_suffix(".csv")), kind="pairs")
+    return path
+
+
+def _certificate(path: Path, rows: list[tuple]) -> Path:
+    """rows: (benchmark, part, variant, type, attack, accuracy, ci_low, ci_high)."""
+    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
+
+    full = [
+        {"benchmark": b, "part": p, "variant": v, "type": t, "attack": a, "accuracy": acc,
+         "ci_low": lo, "ci_high": hi, "n": 120, "answered": 120, "chance": 0.5, "note": ""}
+        for b, p, v, t, a, acc, lo, hi in rows
+    ]  # fmt: skip
+    pl.DataFrame(full, schema=ATTACK_CERTIFICATE_SCHEMA).write_parquet(path)
+    return path
+
+
+def test_overview_names_the_variant_and_the_best_blind_attack(tables, tmp_path):
+    from vlcomp.report.attacks import best_attack_table
+
+    tables[0] = _debiased(tables[0])
+    certificate = _certificate(tmp_path / "attacks.parquet", [
+        ("pairs", "pairs", "as_generated", "all", "length", 0.70, 0.65, 0.75),
+        ("pairs", "pairs", "debiased", "all", "length", 0.52, 0.47, 0.57),
+        ("pairs", "pairs", "debiased", "all", "context", 0.54, 0.49, 0.59),
+        ("syst", "laion", "as_generated", "all", "generator", 0.81, 0.75, 0.86),
+        ("syst", "cc12m", "as_generated", "all", "generator", 0.61, 0.55, 0.66),
+    ])  # fmt: skip
+    lines = overview_markdown(
+        overview_table(tables, {"a": "laion"}), best_attack_table([certificate])
+    )
+    header = next(line for line in lines if line.startswith("| model |"))
+    assert header.startswith("| model | pairs accuracy (debiased, chance 0.500) |")
+    assert "syst R@1 (chance 0.280–0.290) |" in header
+    # the debiased variant's best attack; the first model's part of a benchmark with parts
+    assert lines[-2] == (
+        "| *best blind attack* | 0.540 [0.490, 0.590] (context) | — | — | "
+        "0.810 [0.750, 0.860] (generator, pairwise) |"
+    )
+
+
 def test_summary_md_carries_the_overview(tables, tmp_path):
     out = tmp_path / "summary.md"
     metrics_markdown(tables, out)

@@ -116,7 +116,8 @@ def test_two_benchmarks_of_one_kind_keep_their_names(tmp_path, monkeypatch):
         collect_metrics([str(per_model)], str(collected[name]), str(tmp_path / f"{name}.csv"),
                         kind="crepe_systematicity")  # fmt: skip
     frames = [pl.read_parquet(path) for path in collected.values()]
-    assert all(f.columns[:3] == ["model", "benchmark", "kind"] for f in frames)
+    assert all(f.columns[:4] == ["model", "benchmark", "kind", "variant"] for f in frames)
+    assert {v for f in frames for v in f["variant"]} == {"as_generated"}  # no metadata
     assert [sorted(set(f["benchmark"])) for f in frames] == [["my_crepe"], ["other_crepe"]]
     assert {k for f in frames for k in f["kind"]} == {"crepe_systematicity"}
     texts = saved_texts(monkeypatch, figures_crepe)

@@ -22,6 +22,7 @@ from vlcomp.llm.settings import LLMSettings  # noqa: E402
 from vlcomp.parse.parser import RULES_VERSION as PARSER_RULES_VERSION  # noqa: E402
 from vlcomp.scorers.trained import SCORER_FILES, scorer_specs  # noqa: E402
 from vlcomp.text import TEXT_LAYER_VERSION  # noqa: E402
+from vlcomp.vocabulary import AS_GENERATED, DEBIASED  # noqa: E402
 
 try:
     config.update(validate_config(config))
@@ -569,27 +570,52 @@ def systematicity_corpora(benchmark, model):
     return own + [c for c in named if c not in own]
 
 
+def evaluated_variant(benchmark):
+    """Which variant of a benchmark the models are scored on (config evaluate.variant): the
+    debiased one where the benchmark has one, else the benchmark as generated or imported.
+    """
+    if benchmark in DEBIASED_BENCHMARKS:
+        return config["evaluate"]["variant"]
+    return AS_GENERATED
+
+
+def variant_table(benchmark, path):
+    """The candidate table of ``path``'s part in the variant the models are scored on."""
+    if evaluated_variant(benchmark) == DEBIASED:
+        return path.replace("candidates.parquet", "debiased/candidates.parquet")
+    return path
+
+
 def evaluation_parts(benchmark, model, split_column):
-    """The candidate sets of one benchmark a model is scored on, with their split tables."""
+    """The candidate sets of one benchmark a model is scored on (in ``evaluated_variant``),
+    with their split tables."""
     entry = BENCHMARKS[benchmark]
     evalset = entry["eval_set"]
+    variant = evaluated_variant(benchmark)
     if entry["kind"] == "crepe_systematicity":
         return [
             {
-                "candidates": f"results/negatives/{benchmark}/{corpus}/candidates.parquet",
+                "candidates": variant_table(
+                    benchmark,
+                    f"results/negatives/{benchmark}/{corpus}/candidates.parquet",
+                ),
                 "boxes": f"results/negatives/{benchmark}/{corpus}/regions.parquet",
                 "splits": f"results/splits/{evalset}/{corpus}.parquet",
                 "split_column": split_column,
                 "label": corpus,
+                "variant": variant,
             }
             for corpus in systematicity_corpora(benchmark, model)
         ]
     part = {
-        "candidates": f"results/negatives/{benchmark}/candidates.parquet",
+        "candidates": variant_table(
+            benchmark, f"results/negatives/{benchmark}/candidates.parquet"
+        ),
         "boxes": f"results/negatives/{benchmark}/boxes.parquet",
         "splits": None,
         "split_column": split_column,
         "label": None,
+        "variant": variant,
     }
     corpus = model_corpus(model)
     if entry["kind"] == "pairs" and corpus is not None:

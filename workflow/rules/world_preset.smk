@@ -102,13 +102,16 @@ ORACLE_TABLES.update(
 
 
 def oracle_parts(benchmark):
-    """The candidate sets the oracles read (as evaluation_parts gives a model them, every
-    corpus's of a systematicity benchmark, in config order), without splits."""
+    """The candidate sets the oracles read (as evaluation_parts gives a model them, in the
+    variant the models are scored on, every corpus's of a systematicity benchmark, in config
+    order), without splits."""
     root = f"results/negatives/{benchmark}"
     if BENCHMARKS[benchmark]["kind"] == "crepe_systematicity":
         return [
             {
-                "candidates": f"{root}/{corpus}/candidates.parquet",
+                "candidates": variant_table(
+                    benchmark, f"{root}/{corpus}/candidates.parquet"
+                ),
                 "boxes": f"{root}/{corpus}/regions.parquet",
                 "label": corpus,
             }
@@ -116,7 +119,7 @@ def oracle_parts(benchmark):
         ]
     return [
         {
-            "candidates": f"{root}/candidates.parquet",
+            "candidates": variant_table(benchmark, f"{root}/candidates.parquet"),
             "boxes": f"{root}/boxes.parquet",
             "label": None,
         }

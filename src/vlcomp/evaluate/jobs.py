@@ -40,7 +40,7 @@ from vlcomp.evaluate.retrieval_sets import (
     split_keys,
 )
 from vlcomp.evaluate.scoring import scorer_of
-from vlcomp.io import write_parquet, write_with
+from vlcomp.io import read_parquet_metadata, write_parquet, write_with
 from vlcomp.models.loading import provenance
 from vlcomp.negatives.context import (
     sets_decided_by_text,
@@ -48,6 +48,7 @@ from vlcomp.negatives.context import (
     text_decides,
     tokenizer_merges,
 )
+from vlcomp.vocabulary import AS_GENERATED
 
 Log = Callable[[str], None]
 
@@ -57,18 +58,34 @@ def collect_metrics(
 ) -> None:
     """Stack per-model metric tables; chance rows, identical across models, are kept once.
     ``kind``: the benchmark's kind (crepe_systematicity, pairs, ...), written in a ``kind``
-    column after ``benchmark`` (which holds the benchmark's name)."""
+    column after ``benchmark`` (which holds the benchmark's name), followed by ``variant``:
+    the benchmark's variant the models were scored on (``as_generated`` or ``debiased``, from
+    each table's metadata)."""
     # diagonal: a model's table written before a column was added still stacks (null there)
-    frame = pl.concat([pl.read_parquet(t) for t in tables], how="diagonal_relaxed").unique(
-        maintain_order=True
-    )
+    frame = pl.concat(
+        [
+            pl.read_parquet(t).with_columns(variant=pl.lit(evaluated_variant(t), pl.String))
+            for t in tables
+        ],
+        how="diagonal_relaxed",
+    ).unique(maintain_order=True)
+    labels = ["variant"] if kind is None else ["kind", "variant"]
     if kind is not None:
-        at = frame.columns.index("benchmark") + 1
-        frame = frame.with_columns(kind=pl.lit(kind, pl.String)).select(
-            *frame.columns[:at], "kind", *frame.columns[at:]
-        )
+        frame = frame.with_columns(kind=pl.lit(kind, pl.String))
+    at = frame.columns.index("benchmark") + 1
+    rest = [c for c in frame.columns if c not in labels]
+    frame = frame.select(*rest[:at], *labels, *rest[at:])
     write_parquet(frame, parquet_out, metadata=provenance())
     write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))
+
+
+def evaluated_variant(metric_table: str | Path) -> str:
+    """The benchmark variant a model's metric table was scored on (its metadata's
+    ``variants``; tables of benchmarks without variants: as generated or imported)."""
+    variants = set(read_parquet_metadata(metric_table).get("variants", AS_GENERATED).split(","))
+    if len(variants) != 1:
+        raise ValueError(f"{metric_table}: parts scored on different variants: {variants}")
+    return variants.pop()
 
 
 def evaluate_benchmark_job(
@@ -91,12 +108,13 @@ def evaluate_benchmark_job(
     per cell) and the items left out (``EXCLUDED_SCHEMA``).
 
     ``parts``: the benchmark's candidate sets, each {"candidates": path, "boxes": path or
-    None, "splits": path or None, "split_column": str, "label": str or None}, e.g. one part
-    per training corpus of a systematicity benchmark (label: the corpus; splits: that
-    corpus's table). Predictions and metrics of all parts are stacked, with ``part`` = label.
-    Each candidate's ``image`` is looked up in ``image_index``; items whose image is not
-    usable (or fails to decode) are excluded and logged. ``settings``: device, threads,
-    batch_size, precision, workers (see ``embed.open_model``) and the
+    None, "splits": path or None, "split_column": str, "label": str or None, "variant": the
+    benchmark's variant the table holds (as_generated or debiased), recorded in the
+    metadata}, e.g. one part per training corpus of a systematicity benchmark (label: the
+    corpus; splits: that corpus's table). Predictions and metrics of all parts are stacked,
+    with ``part`` = label. Each candidate's ``image`` is looked up in ``image_index``; items
+    whose image is not usable (or fails to decode) are excluded and logged. ``settings``:
+    device, threads, batch_size, precision, workers (see ``embed.open_model``) and the
     ``EvalSettings.from_config`` keys (set_recall_at or recall_at, bootstrap_resamples,
     bootstrap_seed). The outputs' metadata name the device type and precision used."""
     eval_settings = EvalSettings.from_config(settings)
@@ -169,6 +187,7 @@ def evaluate_benchmark_job(
         **eval_settings.metadata(),
         "parts": ",".join(str(p.get("label")) for p in parts),
         "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
+        "variants": ",".join(str(p.get("variant", AS_GENERATED)) for p in parts),
     }
     context = getattr(loaded.tokenizer, "context_length", None)
     if context is not None:

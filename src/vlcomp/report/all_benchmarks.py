@@ -23,6 +23,7 @@ from pathlib import Path
 import polars as pl
 
 from vlcomp.figure_files import save_figure
+from vlcomp.report.attacks import scored_variant
 from vlcomp.report.plots import (
     bar_legend,
     chance_tick,
@@ -33,7 +34,7 @@ from vlcomp.report.plots import (
     suptitle,
     value_bar,
 )
-from vlcomp.vocabulary import ALL, CHANCE, metric_order
+from vlcomp.vocabulary import ALL, AS_GENERATED, CHANCE, metric_order
 
 NOT_EVALUATED = "—"
 BINDSPLIT_SUFFIX = "_bindsplit"
@@ -52,6 +53,7 @@ OVERVIEW_SCHEMA: dict[str, pl.DataType] = {
     "ci_high": pl.Float64,
     "n": pl.Int64,
     "chance": pl.Float64,  # the chance row of the same part and metric
+    "variant": pl.String,  # the benchmark's variant the models were scored on
 }
 
 
@@ -90,6 +92,8 @@ def overview_table(
             frame = frame.filter(pl.col("complexity").is_null())
         if "part" not in frame.columns:
             frame = frame.with_columns(part=pl.lit(None, pl.String))
+        if "variant" not in frame.columns:
+            frame = frame.with_columns(variant=pl.lit(AS_GENERATED, pl.String))
         frame = frame.filter(
             (pl.col("split") == ALL) & (pl.col("family") == ALL),
             pl.col("metric").map_elements(headline_metric, return_dtype=pl.Boolean),
@@ -120,6 +124,7 @@ def overview_table(
                         "ci_high": r["ci_high"],
                         "n": r["n"],
                         "chance": chance.get(part),
+                        "variant": r["variant"],
                     }
                 )
     return pl.DataFrame(rows, schema=OVERVIEW_SCHEMA)
@@ -149,9 +154,33 @@ def _cell(row: Mapping | None, with_part: bool) -> str:
     return f"{row['value']:.3f}{ci}{part}"
 
 
-def overview_markdown(table: pl.DataFrame) -> list[str]:
+def blind_cells(table: pl.DataFrame, best_blind: pl.DataFrame | None) -> dict[str, str]:
+    """column -> the best blind attack's accuracy over all types on the column's benchmark,
+    variant and part (``report.attacks.best_attack_table`` rows), for the overview's "best
+    blind attack" row. Over (positive, negative) pairs: the same measure as a 1+1
+    benchmark's accuracy, a lower bound of what the texts give away for R@1 over sets."""
+    if best_blind is None or best_blind.is_empty():
+        return {}
+    found = {
+        (r["benchmark"], scored_variant(r["variant"]), r["part"]): r
+        for r in best_blind.filter(pl.col("type") == ALL).iter_rows(named=True)
+    }
+    cells = {}
+    for r in table.unique("column", keep="first", maintain_order=True).iter_rows(named=True):
+        best = found.get((r["benchmark"], r["variant"], r["part"] or r["benchmark"]))
+        if best is None or best["accuracy"] is None:
+            continue
+        ci = f" [{best['ci_low']:.3f}, {best['ci_high']:.3f}]"
+        pairwise = "" if r["metric"] == "accuracy" else ", pairwise"
+        cells[r["column"]] = f"{best['accuracy']:.3f}{ci} ({best['attack']}{pairwise})"
+    return cells
+
+
+def overview_markdown(table: pl.DataFrame, best_blind: pl.DataFrame | None = None) -> list[str]:
     """The "All benchmarks" section: one row per model, one column per benchmark and
-    headline metric (empty when the overview has fewer than two benchmarks)."""
+    headline metric (empty when the overview has fewer than two benchmarks); with
+    ``best_blind`` (the blind-attack certificates' best attacks), a last row with the best
+    text-only attack on the same variant and part (``blind_cells``)."""
     if table["benchmark"].n_unique() < 2:
         return []
     columns = columns_of(table)
@@ -159,10 +188,11 @@ def overview_markdown(table: pl.DataFrame) -> list[str]:
     multi_part = {
         c: table.filter(pl.col("column") == c)["part"].drop_nulls().n_unique() > 0 for c in columns
     }
-    header = [
-        f"{c} ({chance_text(table.filter(pl.col('column') == c)['chance'].to_list())})"
-        for c in columns
-    ]
+    header = []
+    for c in columns:
+        cells_of = table.filter(pl.col("column") == c)
+        variants = sorted(set(cells_of["variant"].drop_nulls().to_list()) - {AS_GENERATED})
+        header.append(f"{c} ({', '.join([*variants, chance_text(cells_of['chance'].to_list())])})")
     lines = [
         "## All benchmarks",
         "",
@@ -171,7 +201,10 @@ def overview_markdown(table: pl.DataFrame) -> list[str]:
         f"{NOT_EVALUATED}: the model was not evaluated on that benchmark. A benchmark with "
         "parts shows the part of the model's own training corpus (else its first part), "
         "named in brackets. Per-type values, splits and n are in each benchmark's section "
-        "below.",
+        "below. Generated benchmarks are scored on the variant in the column's header "
+        "(config `evaluate.variant`); *best blind attack*: the best text-only attack on the "
+        "same items (over (positive, negative) pairs; for R@1 over sets a lower bound of what "
+        "the texts alone give away).",
         "",
         "| model | " + " | ".join(header) + " |",
         "|---|" + "---:|" * len(columns),
@@ -180,6 +213,10 @@ def overview_markdown(table: pl.DataFrame) -> list[str]:
     for model in models:
         values = [_cell(cells.get((model, c)), multi_part[c]) for c in columns]
         lines.append(f"| {model} | " + " | ".join(values) + " |")
+    blind = blind_cells(table, best_blind)
+    if blind:
+        values = [blind.get(c, NOT_EVALUATED) for c in columns]
+        lines.append("| *best blind attack* | " + " | ".join(values) + " |")
     return [*lines, ""]
 
 

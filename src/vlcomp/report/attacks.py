@@ -11,6 +11,7 @@ import polars as pl
 
 from vlcomp.vocabulary import (
     ALL,
+    AS_GENERATED,
     AT_CHANCE,
     BY_DESIGN,
     CERTIFICATE_MARGIN,
@@ -76,9 +77,18 @@ def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=schema, orient="row")
 
 
-def _model_accuracy(tables: Mapping[str, str | Path]) -> dict[tuple[str, str], dict[str, float]]:
-    """(benchmark, type) -> model -> pair accuracy on all items (1+1 benchmarks' tables)."""
-    out: dict[tuple[str, str], dict[str, float]] = {}
+def scored_variant(certificate_variant: str) -> str:
+    """The variant a metric table names for the items of a certificate's variant: debiased,
+    or as generated (an imported benchmark's certificate names its source instead)."""
+    return DEBIASED if certificate_variant == DEBIASED else AS_GENERATED
+
+
+def _model_accuracy(
+    tables: Mapping[str, str | Path],
+) -> dict[tuple[str, str, str], dict[str, float]]:
+    """(benchmark, variant, type) -> model -> pair accuracy on all items (1+1 benchmarks'
+    tables; the variant the models were scored on, as generated where a table names none)."""
+    out: dict[tuple[str, str, str], dict[str, float]] = {}
     for benchmark, path in tables.items():
         frame = pl.read_parquet(path)
         if "complexity" in frame.columns:
@@ -92,7 +102,8 @@ def _model_accuracy(tables: Mapping[str, str | Path]) -> dict[tuple[str, str], d
         )
         for r in rows.iter_rows(named=True):
             kind = ALL if r["metric"] == "accuracy_micro" else r["family"]
-            out.setdefault((benchmark, kind), {})[r["model"]] = r["value"]
+            variant = r.get("variant") or AS_GENERATED
+            out.setdefault((benchmark, variant, kind), {})[r["model"]] = r["value"]
     return out
 
 
@@ -114,8 +125,9 @@ def attacks_markdown(
         "interval, a tie counts 1/2, accuracy over (positive, negative) pairs. "
         f"*{AT_CHANCE}*: every attack at most chance + {MARGIN} with its interval covering "
         f"chance; *{HACKABLE}*: some attack beats that; types with fewer than {MIN_PAIRS} pairs "
-        "are not certified. Models' accuracy (1+1 benchmarks, all items) beside it: a model "
-        "above the best attack sees more than the texts give away.",
+        "are not certified. Models' accuracy (1+1 benchmarks, all items) beside the variant they "
+        "were scored on (config `evaluate.variant`): a model above the best attack sees more "
+        "than the texts give away.",
         "",
         "| benchmark | part | variant | type | best attack | accuracy | 95% CI | over chance | n "
         "| verdict | models (accuracy, minus best attack) |",
@@ -128,8 +140,7 @@ def attacks_markdown(
                 f"| {r['n']} | {r['status']}: {r['note'] or ''} | |"
             )
             continue
-        evaluated = r["variant"] != DEBIASED  # the metric tables score the items as generated
-        accuracy = models.get((r["benchmark"], r["type"]), {}) if evaluated else {}
+        accuracy = models.get((r["benchmark"], scored_variant(r["variant"]), r["type"]), {})
         beside = "; ".join(
             f"{m} {v:.3f} ({v - r['accuracy']:+.3f})" for m, v in sorted(accuracy.items())
         )

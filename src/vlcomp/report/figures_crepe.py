@@ -33,7 +33,7 @@ from vlcomp.report.accounting import (
     provenance_line,
 )
 from vlcomp.report.all_benchmarks import overview_markdown, overview_table
-from vlcomp.report.attacks import attacks_markdown
+from vlcomp.report.attacks import attacks_markdown, best_attack_table
 from vlcomp.report.plots import (
     NO_ITEMS,
     bar_legend,
@@ -51,6 +51,7 @@ from vlcomp.vocabulary import (
     BINDSPLIT_SPLITS,
     CHANCE,
     CREPE_SPLITS,
+    DEBIASED,
     NO_BINDING,
     NO_COMPOUND,
     NO_SPLIT,
@@ -397,7 +398,8 @@ def metrics_markdown(
     lines = [f"# Benchmark summary ({metric} or accuracy; a tie counts as wrong)", ""]
     lines += legend_markdown()
     model_corpus = next((b.get("models") for b in (benchmarks or {}).values()), None)
-    lines += overview_markdown(overview_table(tables, model_corpus))
+    best_blind = best_attack_table(attacks) if attacks else None
+    lines += overview_markdown(overview_table(tables, model_corpus), best_blind)
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
         lines += eval_set_markdown(benchmarks)
@@ -422,8 +424,19 @@ def metrics_markdown(
         entry, view = _benchmark_entry(title, benchmarks or {})
         header = "| model | " + ("part | " if with_parts else "") + "split | type | value "
         lines += [f"## {title}", ""]
-        if kinds:
-            lines += [f"Kind: {', '.join(kinds)}.", ""]
+        variants = (
+            sorted(set(frame["variant"].drop_nulls().to_list()))
+            if "variant" in frame.columns
+            else []
+        )
+        if kinds or DEBIASED in variants:
+            said = [f"Kind: {', '.join(kinds)}."] if kinds else []
+            if DEBIASED in variants:
+                said.append(
+                    f"Scored on the {DEBIASED} variant (`evaluate.variant`; the items no blind "
+                    "attack solves, see Blind attacks)."
+                )
+            lines += [" ".join(said), ""]
         lines += [provenance_line(table, frame, entry, view), ""]
         if frame.filter(pl.col("model") != CHANCE).is_empty():
             lines += [f"No model row of {' / '.join(wanted)} in {table}.", ""]
