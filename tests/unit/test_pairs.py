@@ -229,8 +229,53 @@ def test_relations_become_their_converse_written_alike() -> None:
     neg = negatives(candidates)
     assert neg["c1/replace_rel"]["text"] == "A red car is parked to the right of a blue truck."
     assert neg["c2/replace_rel"]["text"] == "A man in a white shirt stands in front of the red car."
-    assert neg["c3/replace_rel"]["text"] == "Two small dogs sit over a wooden bench."
+    # the set writes "above" but never "over": the converse phrase is one it writes
+    assert neg["c3/replace_rel"]["text"] == "Two small dogs sit above a wooden bench."
     assert neg["o2/replace_rel"]["text"] == "A yellow cat under a metal box."
+
+
+def _vertical_set() -> pl.DataFrame:
+    """Above and below as often as each other, written as the world writes them: "above" and
+    "over" for one, "below", "under", "beneath" and "underneath" for the other."""
+    phrases = {"above": ("above", "over"), "below": ("below", "under", "beneath", "underneath")}
+    rows = []
+    for pred, written in phrases.items():
+        for i in range(20):
+            phrase = written[i % len(written)]
+            rows.append(item(f"{pred}{i:02d}", f"img{pred}{i}", f"a red circle {phrase} a square",
+                             ["circle", "square"], [(0, "red")], [(0, pred, 1)]))  # fmt: skip
+    return frame(rows)
+
+
+def _phrase_surplus(candidates: pl.DataFrame) -> dict[str, int]:
+    """Per relation phrase: pairs whose negative writes it minus pairs whose positive does."""
+    surplus: dict[str, int] = {}
+    for r in negatives(candidates).values():
+        if r["target"] == "rel":
+            before, after = r["provenance"].split(";")[0].removeprefix("edit ").split("->")
+            surplus[before] = surplus.get(before, 0) - 1
+            surplus[after] = surplus.get(after, 0) + 1
+    return surplus
+
+
+def test_vertical_phrases_are_the_negative_as_often_as_the_positive() -> None:
+    candidates, _ = template_pairs(_vertical_set(), 0, "p")
+    surplus = _phrase_surplus(candidates)
+    assert len(surplus) == 6 and all(abs(v) <= 1 for v in surplus.values()), surplus
+    # each phrase's fixed converse ("beneath" -> "above" only) would not be balanced
+    fixed = {}
+    for r in negatives(candidates).values():
+        before = r["provenance"].split(";")[0].removeprefix("edit ").split("->")[0]
+        after = lexicon.CONVERSE_SURFACE[before]
+        fixed[before], fixed[after] = fixed.get(before, 0) - 1, fixed.get(after, 0) + 1
+    assert max(abs(v) for v in fixed.values()) >= 5
+
+
+def test_relation_phrases_a_set_never_writes_are_no_foils() -> None:
+    rows = _vertical_set().filter(~pl.col("text").str.contains("over"))
+    candidates, _ = template_pairs(rows, 0, "p")
+    foils = {foil_of(p) for p in negatives(candidates).values() for p in [p["provenance"]]}
+    assert "over" not in foils and not foils & {"atop", "on top of", "on the top of"}
 
 
 def test_relation_without_converse_in_the_set_is_not_edited() -> None:

@@ -373,10 +373,51 @@ def swap_attributes(
     return Edit("swap", "att", edited, f"{va}<->{vb}")
 
 
+class RelationBalance:
+    """Which converse phrase an above/below edit writes, chosen so that each phrase is the
+    negative's as often as the positive's over a benchmark: a phrase that only ever became
+    a negative ("beneath" -> "above", never "above" -> "beneath") would tell a text-only
+    model which caption is the positive. The left/right phrases keep their frame ("to the
+    left of" <-> "to the right of"), which is already symmetric. Only phrases the set's own
+    captions write are chosen (a phrase seen only in negatives would give them away too).
+    Counts run over the edits in the order they are made, so a fixed order of captions gives
+    fixed choices."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.surplus: Counter[str] = Counter()  # uses as the negative's minus the positive's
+        joined = "\n".join(normalise(t) for t in texts)
+        self.written = frozenset(
+            s for s in lexicon.VERTICAL_SURFACES if re.search(rf"\b{re.escape(s)}\b", joined)
+        )
+
+    def choose(self, surface: str, default: str) -> str:
+        """The converse phrase for ``surface``: when the default one is vertical, among the
+        converse predicate's phrases that the set writes (the default where it writes none),
+        the one written least often as a negative so far, ``default`` on ties."""
+        options = [default]
+        canonical = lexicon.predicate_of(surface)
+        if default in lexicon.VERTICAL_SURFACES and canonical is not None:
+            converse = lexicon.CONVERSE[canonical]
+            # "on top of" is false wherever "above" is: a phrase of the converse too
+            also = lexicon.surfaces_of("on top of") if converse == "above" else ()
+            phrases = [*lexicon.surfaces_of(converse), *also]
+            options = [p for p in phrases if p in self.written] or options
+        self.surplus[surface] -= 1
+        foil = min(options, key=lambda f: (self.surplus[f], f != default, f))
+        self.surplus[foil] += 1
+        return foil
+
+
 def replace_relation(
-    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
+    text: str,
+    graph: Graph,
+    image: ImageContents,
+    vocab: Vocabulary,
+    rng: np.random.Generator,
+    balance: RelationBalance | None = None,
 ) -> Edit | str:
-    """One spatial relation phrase -> its converse phrase, written the same way."""
+    """One spatial relation phrase -> its converse phrase, written the same way (with
+    ``balance``: the converse phrase it chooses)."""
     relations = _rows(graph, "relations")
     if not relations:
         return NO_RELATION
@@ -404,6 +445,8 @@ def replace_relation(
     if not options:
         return reason
     surface, foil = _pick(rng, options)
+    if balance is not None:
+        foil = balance.choose(surface, foil)
     edited = _replace_once(text, surface, foil)
     return Edit("replace", "rel", edited, f"{surface}->{foil}")
 
@@ -412,10 +455,21 @@ EDITS = (replace_attribute, replace_object, swap_attributes, replace_relation)
 
 
 def edit_caption(
-    text: str, graph: Graph, image: ImageContents, vocab: Vocabulary, rng: np.random.Generator
+    text: str,
+    graph: Graph,
+    image: ImageContents,
+    vocab: Vocabulary,
+    rng: np.random.Generator,
+    balance: RelationBalance | None = None,
 ) -> tuple[list[Edit], Counter[str]]:
-    """Every edit kind for one caption; failures counted by reason."""
-    results = [edit(text, graph, image, vocab, rng) for edit in EDITS]
+    """Every edit kind for one caption; failures counted by reason. ``balance``: the
+    benchmark's ``RelationBalance`` (None: each phrase's fixed converse)."""
+    results = [
+        replace_relation(text, graph, image, vocab, rng, balance)
+        if edit is replace_relation
+        else edit(text, graph, image, vocab, rng)
+        for edit in EDITS
+    ]
     edits = [r for r in results if isinstance(r, Edit) and r.text != text]
     failures = Counter(r for r in results if isinstance(r, str))
     return edits, failures

@@ -239,12 +239,12 @@ HORIZONTAL = "horizontal"  # left <-> right
 VERTICAL = "vertical"  # up <-> down
 MIRROR_AXES: tuple[str, ...] = (HORIZONTAL, VERTICAL)
 
-_VERTICAL_SURFACES: tuple[str, ...] = tuple(
+VERTICAL_SURFACES: tuple[str, ...] = tuple(
     s for p in ("above", "below", "on top of") for s in RELATIONS[p]
 )
 _MIRROR_SURFACE: dict[str, dict[str, str]] = {
     HORIZONTAL: {"left": "right", "right": "left"},
-    VERTICAL: {s: CONVERSE_SURFACE[s] for s in _VERTICAL_SURFACES},
+    VERTICAL: {s: CONVERSE_SURFACE[s] for s in VERTICAL_SURFACES},
 }
 _MIRROR_PATTERN: dict[str, re.Pattern[str]] = {
     axis: re.compile(

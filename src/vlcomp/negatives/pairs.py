@@ -36,7 +36,7 @@ import polars as pl
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA, conform
 
 from .context import ContextCheck
-from .graph_edits import ImageContents, Vocabulary, edit_caption
+from .graph_edits import ImageContents, RelationBalance, Vocabulary, edit_caption
 
 GENERATOR = "template:graph-edit"
 NO_TEXT = "item: no text"
@@ -81,13 +81,14 @@ def template_pairs(
     contents = image_contents(rows)
     candidates: list[dict[str, Any]] = []
     failures: Counter[str] = Counter()
+    balance = RelationBalance(row["text"] or "" for row in rows)
     for item in rows:
         text = item["text"]
         if not text or not text.strip():
             failures[NO_TEXT] += 1
             continue
         rng = np.random.default_rng([seed, zlib.crc32(item["item_id"].encode("utf-8"))])
-        edits, failed = edit_caption(text, item, contents[_image_key(item)], vocab, rng)
+        edits, failed = edit_caption(text, item, contents[_image_key(item)], vocab, rng, balance)
         failures.update(failed)
         for edit in edits:
             if context is not None and context.identical(text, edit.text):
