@@ -10,6 +10,7 @@ from vlcomp.evaluate.metrics import EvalSettings
 from vlcomp.world import SceneSampler, alt_text_caption, clean_caption, parse_world_config
 from vlcomp.world.captions import eval_captions
 from vlcomp.world.checks.oracles import (
+    APART,
     OracleScene,
     RelationReading,
     Unreadable,
@@ -24,7 +25,7 @@ from vlcomp.world.checks.oracles import (
     visible,
     wilson,
 )
-from vlcomp.world.scenes import SceneObject
+from vlcomp.world.scenes import SceneObject, relations_apart
 from vlcomp.world.vocab import DEFAULT_WORLD_CONFIG, SURFACE_TO_PREDICATE
 
 VOCAB = WorldVocab.from_config(DEFAULT_WORLD_CONFIG)
@@ -201,6 +202,22 @@ def test_relation_reading_holds_by_member_pairs():
     assert not holds(r, OracleScene((left[0], below, square)))
 
 
+def test_the_second_reading_of_the_spatial_words():
+    # the blue square (45..56, 5..16) is right of the red circle (2..22, 2..22), its top
+    # higher: dominant axis "right of" only; apart only along x (the y extents overlap)
+    assert SCENE.relations(1, 0) == {"right of"}
+    apart = OracleScene(SCENE.objects, APART)
+    assert apart.relations(1, 0) == {"right of"}
+    diagonal = SceneObject("square", "blue", "small", 30, 30, 11)  # right of and below it
+    assert relations_apart(diagonal, RED_CIRCLE) == {"right of", "below"}
+    assert OracleScene((RED_CIRCLE, diagonal)).relations(1, 0) == {"below"}  # dy > dx
+    r = read_caption("a blue square right of a red circle", VOCAB)
+    assert not holds(r, OracleScene((RED_CIRCLE, diagonal)))
+    assert holds(r, OracleScene((RED_CIRCLE, diagonal), APART))
+    overlapping = SceneObject("square", "blue", "small", 15, 24, 11)  # extents overlap in x
+    assert relations_apart(overlapping, RED_CIRCLE) == {"below"}
+
+
 # ------------------------------------------------------------------------ false negatives
 
 
@@ -235,6 +252,9 @@ def test_planted_false_negative_is_counted_and_tied():
     assert (rel["n_negatives"], rel["n_true"], rel["false_negative_rate"]) == (2, 1, 0.5)
     assert rel["ci_low"] < 0.5 < rel["ci_high"]
     assert rel["bag_of_words_accuracy"] == 0.0  # both relation words are in the scene
+    # apart, the red circle is also left of the blue circle: no extra negative holds, and
+    # no positive becomes false (each pair is apart along its dominant axis)
+    assert (rel["n_true_apart"], rel["n_positives"], rel["n_positives_false_apart"]) == (1, 2, 0)
     att = fn.filter(pl.col("family") == "swap_att").row(0, named=True)
     assert (att["n_negatives"], att["n_true"], att["n_unreadable"]) == (2, 1, 1)
     assert (att["n_sets"], att["truth_accuracy"], att["bag_of_words_accuracy"]) == (1, 1.0, 0.0)

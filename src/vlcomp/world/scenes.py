@@ -66,6 +66,23 @@ def relation_between(a: SceneObject, b: SceneObject) -> str:
     return "above" if dy < 0 else "below"
 
 
+def relations_apart(a: SceneObject, b: SceneObject) -> frozenset[str]:
+    """The relations of ``a`` with respect to ``b`` under the second reading of the spatial
+    words: a relation holds when the two boxes are apart along its axis ("left of": ``a``
+    ends before ``b`` begins), so a pair may have two (left of and above) or none
+    (overlapping extents on both axes)."""
+    out = set()
+    if a.x + a.side <= b.x:
+        out.add("left of")
+    if b.x + b.side <= a.x:
+        out.add("right of")
+    if a.y + a.side <= b.y:
+        out.add("above")
+    if b.y + b.side <= a.y:
+        out.add("below")
+    return frozenset(out)
+
+
 def _clear_relation(a: SceneObject, b: SceneObject, margin2: int) -> bool:
     (ax, ay), (bx, by) = a.centre2, b.centre2
     big, small = sorted((abs(ax - bx), abs(ay - by)), reverse=True)

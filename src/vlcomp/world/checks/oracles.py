@@ -27,6 +27,14 @@ Oracles (``ORACLES``):
 A crop's scene is the objects whose box overlaps the crop (relations come from the whole
 boxes). The false-negative rate of a negative type is the share of its negatives that
 hold in the scene (the truth oracle cannot reject them), with a Wilson interval.
+
+The spatial words have two readings (``READINGS``). The world's own, ``dominant_axis``
+(``scenes.relation_between``), is the one its captions are written with and the oracles
+score with: a pair has exactly one relation, that of the dominant axis of its centres'
+offset. The second, ``apart`` (``scenes.relations_apart``), is how a reader may take the
+words: a relation holds when the boxes are apart along its axis, so a pair may have two
+relations or none. The false-negative table gives the rates under both, and how many
+positives the second reading makes false.
 """
 
 from __future__ import annotations
@@ -56,12 +64,14 @@ from vlcomp.settings import settings_from
 from vlcomp.text import plural
 from vlcomp.vocabulary import negative_type
 from vlcomp.world.captions import ALT_PREFIXES, ALT_SUFFIXES
-from vlcomp.world.scenes import SceneObject, relation_between
+from vlcomp.world.scenes import SceneObject, relation_between, relations_apart
 from vlcomp.world.vocab import NUMBER_WORDS, SURFACE_TO_PREDICATE
 
 Log = Callable[[str], None]
 
 ORACLES: tuple[str, ...] = ("truth", "bag_of_words", "objects_only")
+DOMINANT_AXIS, APART = "dominant_axis", "apart"
+READINGS: tuple[str, ...] = (DOMINANT_AXIS, APART)  # of the spatial words; see the docstring
 ORACLE_PREFIX = "oracle:"
 
 
@@ -351,17 +361,22 @@ class _Reader:
 
 @dataclass(frozen=True)
 class OracleScene:
-    """The visible objects of an image or crop; ``relation(i, j)`` from whole boxes."""
+    """The visible objects of an image or crop; ``relations(i, j)`` from whole boxes, under
+    one reading of the spatial words (``READINGS``)."""
 
     objects: tuple[SceneObject, ...]
+    reading: str = DOMINANT_AXIS
 
-    def relation(self, i: int, j: int) -> str:
-        return relation_between(self.objects[i], self.objects[j])
+    def relations(self, i: int, j: int) -> frozenset[str]:
+        a, b = self.objects[i], self.objects[j]
+        if self.reading == APART:
+            return relations_apart(a, b)
+        return frozenset({relation_between(a, b)})
 
     def words(self) -> set[str]:
         n = len(self.objects)
         out = {w for o in self.objects for w in (o.shape, o.colour, o.size)}
-        return out | {self.relation(i, j) for i in range(n) for j in range(n) if i != j}
+        return out.union(*(self.relations(i, j) for i in range(n) for j in range(n) if i != j))
 
 
 def _overlaps(o: SceneObject, box: tuple[int, int, int, int]) -> bool:
@@ -369,10 +384,14 @@ def _overlaps(o: SceneObject, box: tuple[int, int, int, int]) -> bool:
     return o.x < x + w and x < o.x + o.side and o.y < y + h and y < o.y + o.side
 
 
-def visible(objects: Sequence[SceneObject], box: tuple[int, int, int, int] | None) -> OracleScene:
+def visible(
+    objects: Sequence[SceneObject],
+    box: tuple[int, int, int, int] | None,
+    reading: str = DOMINANT_AXIS,
+) -> OracleScene:
     if box is None:
-        return OracleScene(tuple(objects))
-    return OracleScene(tuple(o for o in objects if _overlaps(o, box)))
+        return OracleScene(tuple(objects), reading)
+    return OracleScene(tuple(o for o in objects if _overlaps(o, box)), reading)
 
 
 def scenes_from_table(table: pl.DataFrame) -> dict[str, list[SceneObject]]:
@@ -413,7 +432,7 @@ def _candidates(node: NodeReading, scene: OracleScene) -> list[int]:
 def _relation_ok(
     rel: RelationReading, subj: Sequence[int], obj: Sequence[int], scene: OracleScene
 ) -> bool:
-    same = [scene.relation(a, b) == rel.pred for a in subj for b in obj]
+    same = [rel.pred in scene.relations(a, b) for a in subj for b in obj]
     return not any(same) if rel.negated else all(same)
 
 
@@ -503,6 +522,14 @@ FALSE_NEGATIVE_SCHEMA: dict[str, pl.DataType] = {
     # the changed words' prior without the image (refine.words.word_prior_accuracy, pairs of
     # complete sets, items in two folds by a hash of their id); 0.5: none
     "word_prior_accuracy": pl.Float64,
+    # the same negatives under the second reading of the spatial words (READINGS: boxes
+    # apart along the relation's axis), and the items' positives that reading makes false
+    "n_true_apart": pl.Int64,
+    "false_negative_rate_apart": pl.Float64,
+    "ci_low_apart": pl.Float64,
+    "ci_high_apart": pl.Float64,
+    "n_positives": pl.Int64,
+    "n_positives_false_apart": pl.Int64,
 }
 
 UNREADABLE_SCHEMA: dict[str, pl.DataType] = {
@@ -577,7 +604,7 @@ def score_part(
     bad: list[tuple[Any, ...]] = []
     bad_items: set[str] = set()  # an unreadable positive: the item is left out
     partial_items: set[str] = set()  # an unreadable negative: no set, negatives still checked
-    scene_cache: dict[tuple[str, Any], OracleScene] = {}
+    scene_cache: dict[tuple[str, Any, str], OracleScene] = {}
     for bench, item, image, text, positive, family, target, generator in candidates.select(
         columns
     ).iter_rows():
@@ -589,11 +616,13 @@ def score_part(
             continue
         if str(image) not in scenes:
             raise ValueError(f"candidates: item {item!r} names image {image!r}, which no scene has")
-        key = (str(image), box_of.get(item))
-        scene = scene_cache.get(key)
-        if scene is None:
-            scene = scene_cache[key] = visible(scenes[str(image)], key[1])
+        for spatial in READINGS:
+            key = (str(image), box_of.get(item), spatial)
+            if key not in scene_cache:
+                scene_cache[key] = visible(scenes[str(image)], key[1], spatial)
+        scene = scene_cache[(str(image), box_of.get(item), DOMINANT_AXIS)]
         scores = [SCORERS[name](reading, scene) for name in ORACLES]
+        holds_apart = holds(reading, scene_cache[(str(image), box_of.get(item), APART)])
         rows.append(
             (
                 bench,
@@ -605,6 +634,7 @@ def score_part(
                 text,
                 generator,
                 scores[0] == 1.0,
+                holds_apart,
                 *scores,
             )
         )
@@ -620,6 +650,7 @@ def score_part(
             "text": pl.String,
             "generator": pl.String,
             "holds": pl.Boolean,
+            "holds_apart": pl.Boolean,
             **{name: pl.Float64 for name in ORACLES},
         },
         orient="row",
@@ -641,8 +672,8 @@ def score_part(
                 benchmark="benchmark", item_id="item_id", image="image", family="family",
                 target="target", is_positive="is_positive", complexity=complexity,
                 text_key=pl.col("text").map_elements(text_key, return_dtype=pl.String),
-                similarity=pl.col(name), generator="generator", holds="holds", complete="complete",
-                text="text",
+                similarity=pl.col(name), generator="generator", holds="holds",
+                holds_apart="holds_apart", complete="complete", text="text",
             )
             for name in ORACLES
         ]
@@ -691,9 +722,16 @@ def oracle_tables(
 def _false_negatives(
     label: str | None, scores: pl.DataFrame, ranked: pl.DataFrame, unreadable: pl.DataFrame
 ) -> list[tuple[Any, ...]]:
-    negatives = scores.filter(
-        (pl.col("model") == ORACLE_PREFIX + "truth") & ~pl.col("is_positive")
-    ).with_columns(type=negative_type(pl.col("family"), pl.col("target")))
+    truth = scores.filter(pl.col("model") == ORACLE_PREFIX + "truth").with_columns(
+        type=negative_type(pl.col("family"), pl.col("target"))
+    )
+    negatives = truth.filter(~pl.col("is_positive"))
+    positives = truth.filter("is_positive").join(
+        negatives.select("item_id", "generator").unique("item_id"),
+        on="item_id",
+        how="inner",
+        suffix="_negative",
+    )
     generator_of = negatives.select("item_id", "type", "generator").unique(
         subset=["item_id", "type"]
     )
@@ -713,8 +751,12 @@ def _false_negatives(
             sel = sel.filter(pl.col("type") == ntype)
             in_sets = in_sets.filter(pl.col("family") == ntype)
             in_bad = in_bad.filter(pl.col("family") == ntype)
-        n, k = sel.height, int(sel["holds"].sum())
+        n, k, k_apart = sel.height, int(sel["holds"].sum()), int(sel["holds_apart"].sum())
         low, high = wilson(k, n)
+        low_apart, high_apart = wilson(k_apart, n)
+        own = positives.filter(pl.col("generator_negative") == generator)
+        if ntype != "all":
+            own = own.filter(pl.col("type") == ntype)
 
         acc = {
             name: in_sets.filter(pl.col("model") == ORACLE_PREFIX + name)["correct"].mean()
@@ -729,6 +771,8 @@ def _false_negatives(
             bench, label, generator, ntype, n, k, k / n if n else None, low, high, in_bad.height,
             acc["bag_of_words"], acc["objects_only"], acc["truth"],
             bow.height, bow["tied"].mean(), prior,
+            k_apart, k_apart / n if n else None, low_apart, high_apart,
+            own.height, int((~own["holds_apart"]).sum()),
         ))  # fmt: skip
     return out
 
@@ -806,7 +850,15 @@ def oracle_job(
         scored.append((label, result))
         unreadable.append(result.unreadable)
     metrics, _, fn = oracle_tables(scored, eval_settings)
-    meta = {**eval_settings.metadata(), "oracles": ",".join(ORACLES)}
+    meta = {
+        **eval_settings.metadata(),
+        "oracles": ",".join(ORACLES),
+        "spatial_reading": (
+            f"{DOMINANT_AXIS}: a pair's relation is the dominant axis of its centres' offset "
+            f"(the world's; the oracles score with it); {APART} (the *_apart columns): a "
+            "relation holds when the boxes are apart along its axis"
+        ),
+    }
     write_parquet(metrics, Path(metrics_out), metadata=meta)
     write_parquet(fn, Path(false_negatives_out), metadata=meta)
     write_parquet(
