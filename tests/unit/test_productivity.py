@@ -625,22 +625,22 @@ def test_atom_foils_are_checked_and_forbidden_values_dropped() -> None:
     def provider(kind: str, value: str, forbidden: frozenset[str]) -> list[str]:
         calls.append((kind, value, forbidden))
         # returns forbidden values too: they must be dropped
-        return {"att": ["blue", "green"], "obj": ["circle", "star"], "rel": ["above", "below"]}[
-            kind
-        ]
+        rel = ["above", "below", "right of"]
+        return {"att": ["blue", "green"], "obj": ["circle", "star"], "rel": rel}[kind]
 
     result = atom_negatives(graph, pattern, render(pattern), provider, rng(), 10)
     texts = sorted(n.text for n in result.negatives)
     # "a blue circle left of a square" is false (the blue circle is above it): allowed
-    # in graph mode; "a red circle above a square" is false too.
+    # in graph mode. Of the spatial foils only the converse: "a red circle above a square"
+    # is false as the graph reads "left of", but true where both hold (boxes apart along
+    # both axes).
     assert texts == sorted(
         [
             "a blue circle left of a square",
             "a green circle left of a square",
             "a red star left of a square",
             "a red circle left of a star",
-            "a red circle above a square",
-            "a red circle below a square",
+            "a red circle right of a square",
             "a red circle left of a circle",
         ]
     )

@@ -173,6 +173,18 @@ CONVERSE_SURFACE: dict[str, str] = {
 _PREDICATE: dict[str, str] = {s: p for p, surfaces in RELATIONS.items() for s in surfaces}
 
 
+def false_under_every_reading(pred: str, foil: str) -> bool:
+    """Whether ``foil`` in place of ``pred`` is false wherever ``pred`` is true, however the
+    spatial words are read. Of two spatial predicates only the converse is: two others can
+    both hold ("left of" and "above", when the boxes are apart along both axes, or when the
+    words mean "more to the left" rather than "mostly to the left"). A foil or predicate
+    that is not spatial is not a matter of reading (True)."""
+    canonical, replaced = predicate_of(pred), predicate_of(foil)
+    if canonical is None or replaced is None:
+        return True
+    return CONVERSE.get(canonical) == replaced
+
+
 def predicate_of(pred: str) -> str | None:
     """The canonical spatial predicate a graph's predicate states, or None.
 

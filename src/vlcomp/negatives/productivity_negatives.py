@@ -4,10 +4,12 @@ Three families, each an edit of the positive's ``Pattern`` (so the text is re-re
 the same template):
 
 - ``atom`` (HN-ATOM): one atom -> a foil of the same kind from a ``FoilProvider``
-  (object name, attribute value or predicate);
+  (object name, attribute value or predicate; a spatial predicate only its converse, the
+  one foil false however the spatial words are read: ``lexicon.false_under_every_reading``);
 - ``swap`` (HN-SWAP): two atoms of the same kind exchanged: the attributes of two objects
   (same attribute kind when kinds are known; never giving an object an attribute twice),
-  the names of two objects, or the predicates of two relations;
+  the names of two objects, or the predicates of two relations (spatial ones only when they
+  are each other's converse);
 - ``neg`` (HN-NEG): one attribute ("a not red circle") or one relation ("a circle that is
   not left of a square") negated. Object names are not negated.
 
@@ -217,6 +219,8 @@ def atom_negatives(
             }
         offered = foils(kind, value, frozenset(forbidden))
         kept = list(dict.fromkeys(f for f in offered if f and f not in forbidden))
+        if kind == "rel":
+            kept = [f for f in kept if lexicon.false_under_every_reading(value, f)]
         edited = [_substitute(pattern, kind, where, foil) for foil in kept]
         order: Sequence[int] = range(len(kept))
         if rank_texts is not None and len(kept) > 1:
@@ -295,7 +299,9 @@ def swap_candidates(pattern: Pattern, attribute_kind: AttributeKind) -> list[_Ca
     for k in range(len(edges)):
         for m in range(k + 1, len(edges)):
             ek, em = edges[k], edges[m]
-            if ek.predicate == em.predicate:
+            if ek.predicate == em.predicate or not lexicon.false_under_every_reading(
+                ek.predicate, em.predicate
+            ):
                 continue
             edited = pattern.with_edge(k, Edge(ek.subject, em.predicate, ek.object, ek.negated))
             edited = edited.with_edge(m, Edge(em.subject, ek.predicate, em.object, em.negated))
