@@ -1,9 +1,10 @@
 """transformers models that score (image, text) pairs jointly: a tiny random BLIP ITM
 (``matching_head``) and a tiny random LLaVA (``vqascore``), saved with ``save_pretrained``
 (real tokenizer and processor files, ``vlcomp.models.tiny_models``) and loaded through the
-config path, must score a pair as a direct transformers forward pass does; the ITC -> ITM
-rerank with k = all is exhaustive ITM; scores repeat; the evaluation jobs write the same
-tables as for embedding models."""
+config path. Under the ``transformers`` and ``legacy_sum`` definitions they must score a pair
+as a direct transformers forward pass does (the authors' definitions: ``test_joint_
+definitions``); the ITC -> rerank with k = all is exhaustive pair scoring; scores repeat;
+the evaluation jobs write the same tables as for embedding models."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ from vlcomp.evaluate.retrieval_sets import SET_PREDICTIONS_SCHEMA
 from vlcomp.evaluate.scoring import EmbeddingScorer, JointScorer, scorer_of
 from vlcomp.evaluate.two_image import TWO_IMAGE_PREDICTIONS_SCHEMA
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
+from vlcomp.models.joint import for_retrieval
 from vlcomp.models.loading import check_available, load_model
 from vlcomp.models.tiny_models import save_tiny_blip_itm, save_tiny_llava
 
@@ -61,8 +63,25 @@ def blip(folders):
 
 
 @pytest.fixture(scope="module")
+def blip_hf(folders):
+    """BLIP as ``BlipForImageTextRetrieval.forward`` scores it."""
+    spec = ModelSpec.from_config(
+        "blip_hf", entry(folders["blip"], "matching_head", definition="transformers")
+    )
+    return load_model(spec, "cpu")
+
+
+@pytest.fixture(scope="module")
 def llava(folders):
     return load_model(ModelSpec.from_config("llava", entry(folders["llava"], "vqascore")), "cpu")
+
+
+@pytest.fixture(scope="module")
+def llava_legacy(folders):
+    spec = ModelSpec.from_config(
+        "llava_legacy", entry(folders["llava"], "vqascore", definition="legacy_sum")
+    )
+    return load_model(spec, "cpu")
 
 
 @pytest.fixture(scope="module")
@@ -105,19 +124,20 @@ def direct_itm(folder, refs, texts):
     return itm, itc
 
 
-def test_matching_head_scores_equal_a_direct_forward_pass(folders, blip, refs):
+def test_matching_head_scores_equal_a_direct_forward_pass(folders, blip_hf, refs):
     pairs = [(ref, text) for ref in refs for text in TEXTS]
-    ours, computed = score_pairs(blip, pairs, batch_size=4)
+    ours, computed = score_pairs(blip_hf, pairs, batch_size=4)
     assert computed == len(pairs)
-    assert blip.model.counts["pair"] >= len(pairs) and blip.model.counts["vision"] >= len(refs)
+    counts = blip_hf.model.counts
+    assert counts["pair"] >= len(pairs) and counts["vision"] >= len(refs)
     itm, itc = direct_itm(folders["blip"], refs, TEXTS)
     difference = float(np.abs(ours.reshape(itm.shape) - itm).max())
     print(f"max |ITM log-odds difference| ours vs BlipForImageTextRetrieval: {difference:.2e}")
     assert difference < 1e-5
     assert float(itm.std()) > 1e-3  # random weights still tell pairs apart
     # the ITC embeddings (embedding path, normalised there) give the model's ITC cosine
-    images, _ = embed_image_refs(blip, refs, batch_size=2)
-    texts, _ = embed_texts(blip, TEXTS, batch_size=2)
+    images, _ = embed_image_refs(blip_hf, refs, batch_size=2)
+    texts, _ = embed_texts(blip_hf, TEXTS, batch_size=2)
     itc_difference = float(np.abs(images @ texts.T - itc).max())
     print(f"max |ITC cosine difference| ours vs BlipForImageTextRetrieval: {itc_difference:.2e}")
     assert itc_difference < 1e-5
@@ -149,10 +169,10 @@ def direct_vqascore(folder, refs, texts, question, prompt, answer):
     return out, answer_ids
 
 
-def test_vqascore_equals_a_direct_forward_pass(folders, llava, refs):
+def test_legacy_vqascore_equals_a_direct_forward_pass(folders, llava_legacy, refs):
     pairs = [(ref, text) for ref in refs for text in TEXTS]
-    ours, _ = score_pairs(llava, pairs, batch_size=3)  # mixed lengths: right padding
-    scorer = llava.model
+    ours, _ = score_pairs(llava_legacy, pairs, batch_size=3)  # mixed lengths: right padding
+    scorer = llava_legacy.model
     direct, answer_ids = direct_vqascore(
         folders["llava"], refs, TEXTS, scorer.question, scorer.prompt, scorer.answer
     )
@@ -161,8 +181,9 @@ def test_vqascore_equals_a_direct_forward_pass(folders, llava, refs):
     print(f"max |log P(Yes) difference| ours vs LlavaForConditionalGeneration: {difference:.2e}")
     assert difference < 1e-5
     assert float(direct.std()) > 1e-4
-    meta = model_metadata("llava", llava)
+    meta = model_metadata("llava", llava_legacy)
     assert meta["vqascore_answer"] == "Yes" and meta["vqascore_question"] == scorer.question
+    assert meta["joint_definition"] == "legacy_sum"
     assert json.loads(meta["vqascore_answer_token_ids"]) == answer_ids
     assert len(meta["weights_sha256"]) == 64 and meta["transformers_kind"] == "vqascore"
 
@@ -171,7 +192,10 @@ def test_vqascore_options_a_two_token_answer_and_another_template(folders, refs)
     options = {"question": "Is it {text}?", "prompt": "{image} Q: {question} A:",
                "answer": "Yes please"}  # fmt: skip
     loaded = load_model(
-        ModelSpec.from_config("v2", entry(folders["llava"], "vqascore", **options)), "cpu"
+        ModelSpec.from_config(
+            "v2", entry(folders["llava"], "vqascore", definition="legacy_sum", **options)
+        ),
+        "cpu",
     )
     assert len(loaded.model.answer_ids) == 2
     pairs = [(ref, text) for ref in refs[:2] for text in TEXTS]
@@ -182,8 +206,9 @@ def test_vqascore_options_a_two_token_answer_and_another_template(folders, refs)
     assert difference < 1e-5
     # the template is part of the pair cache's name: another template never reads it
     default = load_model(
-        ModelSpec.from_config("v", entry(folders["llava"], "vqascore")), "cpu"
-    )  # fmt: skip
+        ModelSpec.from_config("v", entry(folders["llava"], "vqascore", definition="legacy_sum")),
+        "cpu",
+    )
     image_cache = EmbeddingCache(refs[0].path + ".cache", "image")
     assert pair_cache(loaded, image_cache).modality != pair_cache(default, image_cache).modality
 
@@ -224,20 +249,26 @@ def test_rerank_ranks_by_hand():
     )
 
 
-def test_rerank_with_k_all_is_exhaustive_itm(blip, refs):
+@pytest.mark.parametrize("definition", ["salesforce", "transformers"])
+def test_rerank_with_k_all_is_exhaustive_pair_scoring(folders, refs, definition):
+    blip = load_model(
+        ModelSpec.from_config("b", entry(folders["blip"], "matching_head", definition=definition)),
+        "cpu",
+    )
+    reranking = for_retrieval(blip)  # salesforce: ITM match logit + ITC; transformers: ITM
     texts = [*TEXTS, "a pink triangle", "three hearts", "a star near a circle"]
     owner = np.array([0, 0, 1, 2, 3, 4])
     everything = max(len(texts), len(refs))
-    usable, i2t, t2i, counts = retrieval_ranks(blip, refs, texts, owner, 4, top_k=everything)
+    usable, i2t, t2i, counts = retrieval_ranks(reranking, refs, texts, owner, 4, top_k=everything)
     assert usable.all() and counts["pair"] == len(refs) * len(texts)
-    full, _ = score_pairs(blip, [(r, t) for r in refs for t in texts], batch_size=4)
+    full, _ = score_pairs(reranking, [(r, t) for r in refs for t in texts], batch_size=4)
     full = full.reshape(len(refs), len(texts))
     positive = owner[None, :] == np.arange(len(refs))[:, None]
     assert i2t.tolist() == pessimistic_rank(full, positive).tolist()
     assert t2i.tolist() == pessimistic_rank(full.T, positive.T).tolist()
     # k = 1: each query's ITC best only, so at most (images + texts) pair passes, and a
     # query whose positive is not ITC's first ranks as ITC puts it
-    _, i2t_1, t2i_1, counts_1 = retrieval_ranks(blip, refs, texts, owner, 4, top_k=1)
+    _, i2t_1, t2i_1, counts_1 = retrieval_ranks(reranking, refs, texts, owner, 4, top_k=1)
     assert counts_1["pair"] <= len(refs) + len(texts)
     images, _ = embed_image_refs(blip, refs, batch_size=4)
     vectors, _ = embed_texts(blip, texts, batch_size=4)
@@ -268,7 +299,7 @@ def test_config_names_bad_options(tmp_path, network_attempts):
          "dual_encoder"),
         (entry(tmp_path, "vqascore", rerank_top_k=8),
          "models.m.transformers.rerank_top_k': an option of kind matching_head, not kind "
-         "vqascore (its options: question, prompt, answer)"),
+         "vqascore (its options: definition, question, prompt, answer)"),
         (entry(tmp_path, "matching_head", question="Is it {text}?"),
          "models.m.transformers.question': an option of kind vqascore, not kind matching_head"),
         (entry(tmp_path, "vqascore", question="Is it there?"),
@@ -350,7 +381,7 @@ def test_benchmark_retrieval_and_two_image_jobs_with_a_matching_head(data, folde
     assert pl.read_parquet(ranks_out["excluded"]).select("item_id", "status").rows() == [
         ("c40", "missing"), ("c50", "unreadable")
     ]  # fmt: skip
-    assert any("ITC ranking, top 2 reranked by itm_log_odds" in line for line in lines)
+    assert any("ITC ranking, top 2 reranked by " in line for line in lines)
 
     two = pl.DataFrame(
         {"benchmark": "wino", "item_id": ["w0", "w1"], "caption_0": ["a red square"] * 2,
@@ -436,7 +467,7 @@ def test_every_model_presents_one_scorer(blip, llava, refs, checkpoint):
     embedding, matching, vqa = scorer_of(world), scorer_of(blip), scorer_of(llava)
     assert isinstance(embedding, EmbeddingScorer) and embedding.score_name == "cosine"
     assert isinstance(matching, JointScorer) and matching.score_name == "itm_log_odds"
-    assert vqa.score_name == "vqascore_log_probability"
+    assert vqa.score_name == "vqascore_mean_log_probability"  # t2v_metrics, the default
     assert matching.settings() == blip.model.settings() and embedding.counts() == {}
     assert embedding.has_text_similarity and matching.has_text_similarity
     assert not vqa.has_text_similarity

@@ -36,7 +36,7 @@ from vlcomp.evaluate.embed import (
     open_rgb,
     text_key,
 )
-from vlcomp.models.joint import PairScorer
+from vlcomp.models.joint import PairScorer, for_retrieval
 from vlcomp.models.parts import LoadedModel
 
 Progress = Callable[[int, int], None] | None
@@ -181,6 +181,7 @@ def retrieval_ranks(
     query's ``top_k`` (default the model's ``rerank_top_k``) by the pair score; one without
     scores every pair. ``usable``: the images that could be decoded (``failed`` gets the
     others); ``i2t`` ranks those images, ``t2i`` the texts of those images, in order."""
+    loaded = for_retrieval(loaded)  # the score the model's own retrieval reranks by
     scorer = loaded.model
     assert isinstance(scorer, PairScorer)
     before = Counter(scorer.counts)

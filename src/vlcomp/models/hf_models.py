@@ -11,8 +11,9 @@ snapshot is in the local Hugging Face cache; nothing is downloaded) and a ``kind
   metrics use it unchanged;
 - ``matching_head`` (BLIP's ``BlipForImageTextRetrieval``) and ``vqascore`` (a
   vision-language generation model, e.g. ``LlavaForConditionalGeneration``) score an
-  (image, text) pair jointly: ``joint_scoring`` loads and runs them. Their options
-  (``KIND_OPTIONS``) sit in the same block.
+  (image, text) pair jointly: ``models.joint`` loads them, ``evaluate.joint_scoring`` runs
+  them. Their options (``KIND_OPTIONS``) sit in the same block; ``definition`` picks whose
+  scoring they reproduce (``DEFINITIONS``, described in ``models.joint``).
 
 ``IMPLEMENTED_KINDS`` lists the kinds ``models.TRANSFORMERS_LOADERS`` loads.
 """
@@ -32,17 +33,35 @@ VQASCORE = "vqascore"
 IMPLEMENTED_KINDS = (DUAL_ENCODER, MATCHING_HEAD, VQASCORE)
 JOINT_KINDS = (MATCHING_HEAD, VQASCORE)  # score (image, text) pairs rather than embed each
 
-# The options of each kind (``models.<key>.transformers.<option>``) and their defaults.
-# matching_head: image-text retrieval ranks every query's ``rerank_top_k`` best candidates by
-# the model's ITC similarity, then reranks those by ITM (BLIP's own retrieval evaluation).
-# vqascore (Lin et al. 2024): log P(answer | image, prompt), the prompt being ``prompt`` with
-# ``{image}`` the processor's image token and ``{question}`` the ``question`` around the text.
+# The options of each kind (``models.<key>.transformers.<option>``) and their defaults; a
+# ``definition`` picks whose scoring the kind reproduces (``models.joint`` says what each
+# does), and some defaults follow it (``DEFINITION_DEFAULTS``): BLIP's own retrieval reranks
+# k = 256 (salesforce/BLIP configs/retrieval_coco.yaml; retrieval_flickr.yaml has 128),
+# the transformers variant 16; t2v_metrics' prompt has LLaVA's system message.
+SALESFORCE, TRANSFORMERS_ITM = "salesforce", "transformers"
+T2V_METRICS, LEGACY_SUM = "t2v_metrics", "legacy_sum"
+DEFINITIONS: dict[str, tuple[str, ...]] = {
+    MATCHING_HEAD: (SALESFORCE, TRANSFORMERS_ITM),
+    VQASCORE: (T2V_METRICS, LEGACY_SUM),
+}
 DEFAULT_QUESTION = 'Does this figure show "{text}"? Please answer yes or no.'
-DEFAULT_PROMPT = "USER: {image}\n{question} ASSISTANT:"  # LLaVA-1.5's conversation
+LLAVA_SYSTEM_MESSAGE = (
+    "A chat between a curious user and an artificial intelligence assistant. The assistant "
+    "gives helpful, detailed, and polite answers to the user's questions."
+)
+LEGACY_PROMPT = "USER: {image}\n{question} ASSISTANT:"  # LLaVA-1.5's turn, no system message
+T2V_METRICS_PROMPT = f"{LLAVA_SYSTEM_MESSAGE} {LEGACY_PROMPT}"  # t2v_metrics' format_question
 KIND_OPTIONS: dict[str, dict[str, Any]] = {
     DUAL_ENCODER: {},
-    MATCHING_HEAD: {"rerank_top_k": 16},
-    VQASCORE: {"question": DEFAULT_QUESTION, "prompt": DEFAULT_PROMPT, "answer": "Yes"},
+    MATCHING_HEAD: {"definition": SALESFORCE, "rerank_top_k": 256},
+    VQASCORE: {
+        "definition": T2V_METRICS, "question": DEFAULT_QUESTION, "prompt": T2V_METRICS_PROMPT,
+        "answer": "Yes",
+    },
+}  # fmt: skip
+DEFINITION_DEFAULTS: dict[tuple[str, str], dict[str, Any]] = {
+    (MATCHING_HEAD, TRANSFORMERS_ITM): {"rerank_top_k": 16},
+    (VQASCORE, LEGACY_SUM): {"prompt": LEGACY_PROMPT},
 }
 SOURCE_KEYS = ("id", "kind", "revision")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
@@ -133,9 +152,13 @@ class TransformersSource:
         return self.id if self.local or not self.revision else f"{self.id}@{self.revision}"
 
     def option(self, name: str) -> Any:
-        """The option's value, or its default for this kind."""
+        """The option's value, or its default for this kind and definition."""
         given = dict(self.options)
-        return given[name] if name in given else KIND_OPTIONS[self.kind][name]
+        if name in given:
+            return given[name]
+        defaults = KIND_OPTIONS[self.kind]
+        definition = given.get("definition", defaults.get("definition"))
+        return DEFINITION_DEFAULTS.get((self.kind, definition), {}).get(name, defaults[name])
 
     def resolved_options(self) -> dict[str, Any]:
         """Every option of the kind, defaults filled in."""
@@ -161,6 +184,12 @@ def options_problem(where: str, source: TransformersSource) -> tuple[str, str] |
         default = allowed[name]
         if type(value) is not type(default):
             return f"{where}.{name}", f"must be a {type(default).__name__}, not {value!r}"
+    definitions = DEFINITIONS.get(source.kind, ())
+    if definitions and source.option("definition") not in definitions:
+        return f"{where}.definition", (
+            f"{source.option('definition')!r} is not a definition of kind {source.kind} "
+            f"(known: {', '.join(definitions)})"
+        )
     if source.kind == MATCHING_HEAD and source.option("rerank_top_k") < 1:
         return f"{where}.rerank_top_k", "must be 1 or more (candidates reranked per query)"
     if source.kind == VQASCORE:

@@ -201,22 +201,24 @@ def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -
 
 def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) -> LoadedModel:
     """A transformers spec loaded like an open_clip one: float32 weights, autocast for bf16 /
-    fp16; its fingerprint is the weights' sha256."""
-    import transformers
-
+    fp16; its fingerprint is the weights' sha256 (and a joint kind's ``definition``)."""
     assert spec.transformers is not None
     directory = transformers_directory(spec)
     source = spec.transformers
     parts = TRANSFORMERS_LOADERS[source.kind](spec.key, source, directory, device)
+    check_tokenizer(spec, parts.tokenizer.tokenizer)
+    fingerprint = f"{spec.arch}@sha256:{parts.weights_sha256[:16]}"
+    definition = source.resolved_options().get("definition")
+    if definition:  # a joint kind's scores differ by definition: so do its caches
+        fingerprint += f"+{definition}"
     return LoadedModel(
         spec=spec,
         model=parts.model,
         preprocess=parts.preprocess,
         tokenizer=parts.tokenizer,
-        fingerprint=f"{spec.arch}@sha256:{parts.weights_sha256[:16]}",
+        fingerprint=fingerprint,
         precision=precision,
         details={
-            "transformers": transformers.__version__,
             "transformers_kind": spec.transformers.kind,
             "transformers_revision": spec.transformers.revision or "",
             "weights_sha256": parts.weights_sha256,
@@ -225,13 +227,48 @@ def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) ->
     )
 
 
+# A plain caption every tokenizer of an English (or multilingual) model tokenises without
+# unknown tokens; a tokenizer that maps more than UNKNOWN_LIMIT of it to its unknown token
+# reads the wrong vocabulary file, and would evaluate every text as [UNK]s.
+PROBE_CAPTION = "a photo of two dogs playing with a red ball on the grass"
+UNKNOWN_LIMIT = 0.5
+
+
+def check_tokenizer(spec: ModelSpec, tokenizer: Any) -> None:
+    """``ModelUnavailableError`` when ``tokenizer`` maps most of ``PROBE_CAPTION`` to its
+    unknown token (a tokenizer without one, byte-level BPE, never does)."""
+    unknown = getattr(tokenizer, "unk_token_id", None)
+    if unknown is None:
+        return
+    ids = tokenizer(PROBE_CAPTION, add_special_tokens=False)["input_ids"]
+    fraction = ids.count(unknown) / len(ids) if ids else 1.0
+    if fraction > UNKNOWN_LIMIT:
+        raise ModelUnavailableError(
+            f"models.{spec.key} ({spec.source}): its tokenizer ({type(tokenizer).__name__}) "
+            f"maps {ids.count(unknown)} of the {len(ids)} tokens of the probe caption "
+            f"{PROBE_CAPTION!r} to its unknown token {tokenizer.unk_token!r} ({fraction:.0%}, "
+            f"more than {UNKNOWN_LIMIT:.0%}): its vocabulary file is not this model's (every "
+            "text would be scored as unknown tokens); replace the folder's tokenizer files "
+            "with the model's own"
+        )
+
+
 def library_versions() -> dict[str, str]:
+    """The versions of the libraries that compute embeddings and scores (transformers read
+    from its installed metadata, without importing it)."""
+    import importlib.metadata
+
     import torchvision
 
+    try:
+        transformers_version = importlib.metadata.version("transformers")
+    except importlib.metadata.PackageNotFoundError:
+        transformers_version = "not installed"
     return {
         "torch": torch.__version__,
         "torchvision": torchvision.__version__,
         "open_clip": open_clip.__version__,
+        "transformers": transformers_version,
     }
 
 

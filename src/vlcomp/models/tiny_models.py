@@ -33,9 +33,12 @@ def wordpiece_vocab(words: tuple[str, ...] | list[str] = WORDS) -> dict[str, int
     return {token: i for i, token in enumerate(tokens)}
 
 
-def save_tiny_blip_itm(folder: str | Path, seed: int = 0) -> Path:
+def save_tiny_blip_itm(folder: str | Path, seed: int = 0, blip_tokens: bool = False) -> Path:
     """A ``BlipForImageTextRetrieval`` (ViT 32 px, patches 8, width 32, 2 layers) with a
-    BERT WordPiece tokenizer and BLIP's image processor."""
+    BERT WordPiece tokenizer and BLIP's image processor. The text vocabulary has BLIP's
+    layout (``init_tokenizer``): the WordPiece vocabulary, then [DEC] (``bos_token_id``),
+    then [ENC]; ``blip_tokens``: the tokenizer knows both (as BLIP's own does), else only the
+    WordPiece vocabulary."""
     from transformers import (
         BertTokenizer,
         BlipConfig,
@@ -47,10 +50,10 @@ def save_tiny_blip_itm(folder: str | Path, seed: int = 0) -> Path:
     vocab = wordpiece_vocab()
     config = BlipConfig(
         text_config={
-            "vocab_size": len(vocab), "hidden_size": WIDTH, "intermediate_size": 2 * WIDTH,
+            "vocab_size": len(vocab) + 2, "hidden_size": WIDTH, "intermediate_size": 2 * WIDTH,
             "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
             "max_position_embeddings": 64, "encoder_hidden_size": WIDTH,
-            "pad_token_id": vocab["[PAD]"], "bos_token_id": vocab["[CLS]"],
+            "pad_token_id": vocab["[PAD]"], "bos_token_id": len(vocab),
             "sep_token_id": vocab["[SEP]"], "initializer_range": 0.2,
         },
         vision_config={
@@ -65,6 +68,9 @@ def save_tiny_blip_itm(folder: str | Path, seed: int = 0) -> Path:
     folder = Path(folder)
     model.save_pretrained(folder)
     tokenizer = BertTokenizer(vocab=vocab, model_max_length=64)
+    if blip_tokens:
+        tokenizer.add_special_tokens({"bos_token": "[DEC]"})
+        tokenizer.add_special_tokens({"additional_special_tokens": ["[ENC]"]})
     images = BlipImageProcessor(size={"height": IMAGE, "width": IMAGE})
     BlipProcessor(image_processor=images, tokenizer=tokenizer).save_pretrained(folder)
     return folder
