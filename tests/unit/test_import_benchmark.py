@@ -137,11 +137,11 @@ def test_sugarcrepe_malformed_records_become_rejected_rows(tmp_path):
     summary, tables, text = _run(tmp_path, "sugarcrepe", {"files": [str(path)]})
     _check_contract(tables)
     assert sorted(tables["candidates"]["item_id"].unique()) == [
-        "sugarcrepe/data/swap_obj/0",
-        "sugarcrepe/data/swap_obj/5",
+        "sugarcrepe/refined/swap_obj/0",
+        "sugarcrepe/refined/swap_obj/5",
     ]
     # the first occurrence of a repeated key is the one kept
-    kept = tables["candidates"].filter(pl.col("item_id") == "sugarcrepe/data/swap_obj/0")
+    kept = tables["candidates"].filter(pl.col("item_id") == "sugarcrepe/refined/swap_obj/0")
     assert kept["image"][0] == "a.jpg"
     rejected = tables["rejected"].sort("location")
     assert rejected.select("source", "location", "reason").rows() == [

@@ -667,7 +667,7 @@ def test_an_import_without_items_stops_and_says_why(tmp_path):
     with pytest.raises(
         ImportFormatError,
         match=r"bench \(valse\): no item in .*: 2 records rejected "
-        r"\(not validated \(mturk caption votes < 2\): 2\)",
+        r"\(not validated \(mturk caption votes < 2\): 2 \(first at v/relations\.json#key=s0\)\)",
     ):
         _run(tmp_path, "valse", {"files": [str(path)]})
     cola = _write(tmp_path / "c" / "COLA_multiobjects_matching_benchmark.json", "[[1, 2]]")

@@ -6,9 +6,12 @@ reader, options, shape, the authors' metrics and chance levels."""
 
 from vlcomp.importers.aro import (
     ARO_FILES,
+    ARO_MACRO_EXCLUDED_RELATIONS,
     ORDER_PERTURBATIONS,
     SYMMETRIC_RELATIONS,
     aro_file_task,
+    aro_item_groups,
+    aro_macro_accuracy,
     read_aro_file,
     symmetric_relation_items,
 )
@@ -24,7 +27,7 @@ from vlcomp.importers.common import (
     integer_key_gaps,
     split_region,
 )
-from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
+from vlcomp.importers.crepe import crepe_folder_files, productivity_complexity, read_crepe_csv
 from vlcomp.importers.eqben import read_eqben_file
 from vlcomp.importers.mmvp import read_mmvp_file
 from vlcomp.importers.registry import FORMATS, BenchmarkFormat, Metric
@@ -35,6 +38,7 @@ from vlcomp.importers.sugarcrepe import (
     read_sugarcrepe_file,
     sugarcrepe_file_type,
     sugarcrepe_type,
+    sugarcrepe_variant,
 )
 from vlcomp.importers.sugarcrepe_pp import (
     SUGARCREPE_PP_TYPES,
@@ -49,6 +53,7 @@ from vlcomp.importers.winoground import read_winoground_file
 
 __all__ = [
     "ARO_FILES",
+    "ARO_MACRO_EXCLUDED_RELATIONS",
     "FORMATS",
     "ORDER_PERTURBATIONS",
     "SUGARCREPE_PP_TYPES",
@@ -61,7 +66,10 @@ __all__ = [
     "RecordError",
     "TwoImageImported",
     "aro_file_task",
+    "aro_item_groups",
+    "aro_macro_accuracy",
     "concat_imports",
+    "crepe_folder_files",
     "integer_key_gaps",
     "match_refined",
     "productivity_complexity",
@@ -84,6 +92,7 @@ __all__ = [
     "sugarcrepe_file_type",
     "sugarcrepe_pp_file_type",
     "sugarcrepe_type",
+    "sugarcrepe_variant",
     "symmetric_relation_items",
     "vl_checklist_type",
 ]

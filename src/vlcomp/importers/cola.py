@@ -29,6 +29,7 @@ from vlcomp.importers.common import (
     RecordError,
     TwoImageImported,
     TwoImageItem,
+    image_reference,
     read_two_image_file,
     require_text,
 )
@@ -50,10 +51,10 @@ def cola_image(value: str) -> str:
 def _convert(value: object, where: str) -> TwoImageItem:
     if not isinstance(value, list) or len(value) != 4:
         raise RecordError(where, "expected [image 1, caption 1, image 2, caption 2]")
-    image_0, caption_0, image_1, caption_1 = (
-        require_text(v, name, where)
-        for v, name in zip(value, ("image 1", "caption 1", "image 2", "caption 2"), strict=True)
-    )
+    image_0 = image_reference(value[0], "image 1", where)
+    caption_0 = require_text(value[1], "caption 1", where)
+    image_1 = image_reference(value[2], "image 2", where)
+    caption_1 = require_text(value[3], "caption 2", where)
     return TwoImageItem(
         image_0=cola_image(image_0),
         image_1=cola_image(image_1),

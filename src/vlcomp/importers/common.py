@@ -236,12 +236,53 @@ def check_fields(record: object, fields: Sequence[str], where: str) -> dict:
     return record
 
 
+# Texts that exports write in place of an image file name. Found in a real release: BiVLC's
+# results CSV holds ``<PIL.JpegImagePlugin.JpegImageFile image mode=RGB size=500x332 at
+# 0x7F...>`` in its image columns (pandas printing the images it was given).
+_OBJECT_TEXT = re.compile(r"^<[A-Za-z_][\w.]*( [^<>]*)?>$|\bat 0x[0-9A-Fa-f]+>")
+_MAPPING_TEXT = re.compile(r"^\{.*\}$", re.DOTALL)
+_BYTES_TEXT = re.compile(r"^b(['\"]).*\1$", re.DOTALL)
+_MISSING_TEXT = frozenset({"none", "nan", "null", "<na>"})
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NAME_MAX_BYTES = 255  # longest file name (one path component) of common file systems
+
+
+def not_a_file_reference(value: str) -> str | None:
+    """Why ``value`` cannot be an image file name or path (what an export wrote instead), or
+    None when it can be one."""
+    text = value.strip()
+    if _OBJECT_TEXT.search(text):
+        return "Python object text, such as a PIL image printed by pandas"
+    if text.lower() in _MISSING_TEXT:
+        return "a missing value written as text"
+    if _MAPPING_TEXT.match(text):
+        return "a mapping written as text, such as an inline image"
+    if _BYTES_TEXT.match(text):
+        return "bytes written as text"
+    if text.lower().startswith("data:"):
+        return "an inline data URI"
+    if _CONTROL.search(value):
+        return "control characters"
+    if any(len(part.encode("utf-8")) > NAME_MAX_BYTES for part in re.split(r"[/\\]", text)):
+        return f"a path component longer than {NAME_MAX_BYTES} bytes, such as inline image data"
+    return None
+
+
 def image_reference(value: object, what: str, where: str) -> str:
-    """An image file reference: a non-empty string, or a Hugging Face ``Image`` feature
-    exported as ``{"bytes": ..., "path": <file name>}`` (its ``path``)."""
+    """An image file reference (a file name, a relative or absolute path, or a URL): a
+    non-empty string, or a Hugging Face ``Image`` feature exported as ``{"bytes": ...,
+    "path": <file name>}`` (its ``path``). Every importer reads its image columns through
+    here; text that cannot name a file (:func:`not_a_file_reference`) is a ``RecordError``
+    naming the file and row (``where``), the column (``what``) and why."""
     if isinstance(value, dict) and isinstance(value.get("path"), str):
         value = value["path"]
-    return require_text(value, what, where)
+    text = require_text(value, what, where)
+    problem = not_a_file_reference(text)
+    if problem:
+        raise RecordError(
+            where, f"{what} is not an image file name or path ({problem})", f": {text[:100]!r}"
+        )
+    return text
 
 
 def record_key(value: object, what: str, where: str) -> str:
@@ -494,12 +535,15 @@ def two_image_items(
                 value = check_fields(value, (), where)
             if id_field is not None and value.get(id_field) is not None:
                 key = record_key(value[id_field], id_field, where)
+                where = f"{path}, key {key!r}"
             elif id_required:
                 raise RecordError(where, f"missing field(s) {[id_field]}")
-            else:
-                key = record.key if record.key is not None else str(record.index)
+            elif record.key is not None:
+                key = record.key
+                where = f"{path}, key {key!r}"
+            else:  # keyed by position: the message keeps naming the row / record / line
+                key = str(record.index)
             location = f"key={key}"
-            where = f"{path}, key {key!r}"
             item = convert(value, where)
             if key in seen:
                 raise RecordError(where, "duplicate id")

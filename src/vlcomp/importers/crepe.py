@@ -6,6 +6,12 @@ valid_hard_negs_combined``; productivity files (``prod_vg_hard_negs_<type>_compl
 type atom / negate / swap) have ``hard_negs`` instead. The hard-negative columns hold
 Python list literals. One CSV row gives one item per hard-negative kind; the item's image is
 the Visual Genome image id with the region as ``#xywh=``.
+
+Folders (:func:`crepe_folder_files`): the release unpacks to ``syst_hard_negatives/`` (the
+systematicity files side by side) and ``prod_hard_negatives/`` with one subfolder per
+hard-negative type, ``prod_hard_negatives/<atom|negate|swap>/
+prod_vg_hard_negs_<type>_complexity_<n>.csv`` for n = 4..12, the paths the authors'
+``crepe_prod_eval_*.py`` and ``crepe_compo_eval_open_clip.py`` (``gather_params``) open.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from vlcomp.importers.common import (
     OnError,
     RecordError,
     check_on_error,
+    image_reference,
     read_text,
     region_image,
     require_text,
@@ -69,6 +76,56 @@ def productivity_complexity(path: str | Path) -> int | None:
     """The complexity n a productivity file name gives (``..._complexity_<n>.csv``)."""
     match = _PROD_NAME.search(Path(path).stem)
     return int(match.group(2)) if match else None
+
+
+def crepe_folder_files(directory: str | Path) -> tuple[list[Path], list[tuple[Path, str]]]:
+    """The CREPE CSV files of a folder, in reading order, and the CSV files skipped with why.
+
+    Read: the folder's own ``*.csv`` (systematicity files, or productivity files named
+    ``prod_vg_hard_negs_<type>_complexity_<n>.csv``), by name; then, in its type subfolders
+    ``atom/``, ``negate/``, ``swap/`` (the release's ``prod_hard_negatives/<type>/``), the
+    productivity files of that type, by complexity. Skipped: other ``prod_vg_hard_negs_*``
+    names (not one complexity) and CSV files in a type subfolder that are not its type's
+    productivity files. A folder holding neither, but the release's ``syst_hard_negatives/``
+    and / or ``prod_hard_negatives/``, raises naming them (two benchmarks: name one).
+    """
+    directory = Path(directory)
+    files: list[Path] = []
+    skipped: list[tuple[Path, str]] = []
+    for path in sorted(directory.glob("*.csv")):
+        if path.stem.startswith("prod_vg_hard_negs_") and not _PROD_NAME.search(path.stem):
+            skipped.append((path, "not a productivity file of one complexity"))
+        else:
+            files.append(path)
+    for kind in sorted(PRODUCTIVITY_FAMILIES):
+        folder = directory / kind
+        if not folder.is_dir():
+            continue
+        found: list[tuple[int, Path]] = []
+        for path in sorted(folder.glob("*.csv")):
+            match = _PROD_NAME.search(path.stem)
+            if match and match.group(1) == kind:
+                found.append((int(match.group(2)), path))
+            else:
+                why = (
+                    f"not a {kind} productivity file (prod_vg_hard_negs_{kind}_complexity_<n>.csv)"
+                )
+                skipped.append((path, why))
+        files += [path for _, path in sorted(found)]
+    if not files:
+        parts = sorted(
+            d.name
+            for d in directory.iterdir()
+            if d.is_dir() and d.name in ("syst_hard_negatives", "prod_hard_negatives")
+        )
+        if parts:
+            which = "one of them (two benchmarks)" if len(parts) > 1 else "it"
+            raise ImportFormatError(
+                f"{directory}: no CREPE CSV file here but the release's "
+                f"{', '.join(f'{p}/' for p in parts)}: name {which} in files "
+                f"(e.g. {directory / parts[0]})"
+            )
+    return files, skipped
 
 
 def _raw_row(row: dict, header: list[str]) -> str:
@@ -127,7 +184,7 @@ def read_crepe_csv(
             try:
                 if None in row or any(row.get(c) is None for c in header):
                     raise RecordError(where, "wrong number of fields")
-                image_id = require_text(row["image_id"], "image_id", where).strip()
+                image_id = image_reference(row["image_id"], "image_id", where).strip()
                 caption = require_text(row["caption"], "caption", where)
                 image = region_image(image_id, *_box(row, where))
                 lists = {

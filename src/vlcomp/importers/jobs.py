@@ -60,6 +60,8 @@ from vlcomp.importers.aro import (
     ORDER_TASKS,
     SYMMETRIC_RELATIONS,
     aro_file_task,
+    aro_group_counts,
+    aro_item_groups,
     read_aro_file,
     symmetric_relation_items,
 )
@@ -72,7 +74,7 @@ from vlcomp.importers.common import (
     integer_key_gaps,
     split_region,
 )
-from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
+from vlcomp.importers.crepe import crepe_folder_files, productivity_complexity, read_crepe_csv
 from vlcomp.importers.mmvp import QUESTIONS_FILE
 from vlcomp.importers.registry import (
     CANDIDATES,
@@ -95,6 +97,7 @@ from vlcomp.importers.sugarcrepe_pp import (
 )
 from vlcomp.importers.valse import VALSE_FILES, valse_file_piece
 from vlcomp.importers.vl_checklist import YAML_SUFFIXES, vl_checklist_type
+from vlcomp.importers.vl_checklist import protocol_notes as vl_checklist_notes
 from vlcomp.io import write_parquet
 
 Log = Callable[[str], None]
@@ -138,8 +141,10 @@ def import_benchmark_job(
     ``fmt`` and ``source``:
 
     - ``sugarcrepe``: ``{"files": [...]}``, each a ``<type>.json`` file (add_att,
-      replace_obj, swap_obj, ...; old ``*_ent`` names too) or a folder of them. A folder that
-      holds variants in subfolders (``refined/``, ``unrefined/``) is refused: name one.
+      replace_obj, swap_obj, ...; old ``*_ent`` names too) or a folder of them. The folder
+      gives the variant: the release's ``data/`` and a ``refined/`` copy are ``refined``,
+      ``data_unrefined/`` and ``unrefined/`` are ``unrefined``. A folder that holds variants
+      in subfolders is refused: name one.
     - ``sugarcrepe_pp``: ``{"files": [...]}``, each a SugarCrepe++ ``<subset>.json``
       (replace_att, replace_obj, replace_rel, swap_att, swap_obj) or a folder of them. Items
       have two positives.
@@ -150,8 +155,10 @@ def import_benchmark_job(
       flickr30k_order.json). Folders: their ``*.json`` files with a known task.
       VG-Relation items whose relation is in ``symmetric_relations`` (default
       ``aro.SYMMETRIC_RELATIONS``) are reported; ``drop_symmetric: true`` rejects them.
-    - ``crepe_csv``: ``{"files": [...], "kinds": [...]}``, CSV files or folders of them;
-      ``kinds`` (default atom, comp) picks the systematicity hard-negative columns.
+    - ``crepe_csv``: ``{"files": [...], "kinds": [...]}``, CSV files or folders of them,
+      the release's ``prod_hard_negatives/`` with its ``atom/``, ``negate/``, ``swap/``
+      subfolders included (``crepe.crepe_folder_files``); ``kinds`` (default atom, comp)
+      picks the systematicity hard-negative columns.
     - ``valse``: ``{"files": [...], "validated_only": true, "image_folders": {}}``, VALSE
       instrument files (``existence.json``, ``counting-hard.json``, ...) or a folder of them;
       the caption against its foil, validated samples only unless ``validated_only`` is false.
@@ -219,6 +226,10 @@ def import_benchmark_job(
         summary["symmetric_dropped"] = symmetric[0]
     if fmt == "aro" and any(p.task in ORDER_TASKS for p in parts):
         summary["notes"].append(ORDER_GENERATION_NOTE)
+    if fmt == "aro":
+        summary["macro_groups"] = _macro_groups(candidates)
+    if fmt == "vl_checklist":
+        summary["notes"] += vl_checklist_notes(candidates, **options_of(fmt, source))
     write_parquet(candidates.select(list(CANDIDATES_SCHEMA)), candidates_out)
     write_parquet(boxes, boxes_out)
     write_parquet(rejected_frame, rejected_out)
@@ -232,12 +243,29 @@ def _log_ignored(fmt: str, source: Mapping[str, Any], log: Log) -> None:
         log(f"source keys not used by the import: {ignored}")
 
 
+def _macro_groups(candidates: pl.DataFrame) -> dict[str, dict[str, int]]:
+    """Per VG-Relation / VG-Attribution task: its relations / attribute pairs, those ARO's
+    macro accuracy counts (``aro.aro_macro_accuracy``) and the items in them."""
+    counts = aro_group_counts(aro_item_groups(candidates))
+    return {
+        task: {
+            "groups": frame.height,
+            "groups_counted": int(frame["counted"].sum()),
+            "items_counted": int(frame.filter(pl.col("counted"))["n"].sum()),
+        }
+        for (task,), frame in counts.group_by("task", maintain_order=True)
+    }
+
+
 def _check_not_empty(summary: dict, log: Log) -> None:
     """An import that yields no item stops, naming the files and why their records were
     rejected (an empty benchmark would evaluate to nothing without saying so)."""
     if summary["items"]:
         return
-    reasons = "; ".join(f"{r}: {n}" for r, n in summary["rejected_per_reason"].items())
+    first = summary["first_rejected"]
+    reasons = "; ".join(
+        f"{r}: {n} (first at {first[r]})" for r, n in summary["rejected_per_reason"].items()
+    )
     message = (
         f"{summary['benchmark']} ({summary['format']}): no item in {summary['files']}: "
         f"{summary['rejected']} records rejected" + (f" ({reasons})" if reasons else "")
@@ -381,9 +409,15 @@ def _expand(
             others = sorted(p for p in entry.glob("*.json") if not _aro_task(p, source))
             expected = f"ARO files ({', '.join(f'{n}.json' for n in ARO_FILES)})"
         elif fmt == "crepe_csv":
-            wanted = sorted(entry.glob("*.csv"))
+            wanted, passed = crepe_folder_files(entry)
+            for other, reason in passed:
+                skipped.append(str(other))
+                log(f"{other}: {reason}; skipped")
             others = []
-            expected = "CREPE *.csv files"
+            expected = (
+                "CREPE *.csv files (or the productivity subfolders atom/, negate/, swap/ of "
+                "prod_hard_negatives/)"
+            )
         else:  # a format that names no folder layout reads the files it is given
             raise ImportFormatError(f"{entry}: a folder; the {fmt} importer reads files: name them")
         if not wanted:
@@ -556,6 +590,7 @@ def _summary(
         "images": candidates["image"].n_unique(),
         "rejected": rejected.height,
         "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
+        "first_rejected": _first_rejected(rejected),
         "duplicate_keys": duplicate_keys,
         "duplicate_content": _duplicate_content(candidates, boxes),
         "key_gaps": _key_gaps(candidates["provenance"], rejected) if fmt in _KEYED else {},
@@ -565,6 +600,14 @@ def _summary(
 
 
 _KEYED = {"sugarcrepe", "sugarcrepe_pp", *TWO_IMAGE_FORMATS}
+
+
+def _first_rejected(rejected: pl.DataFrame) -> dict[str, str]:
+    """Per rejection reason, its first rejected record as ``<file>#<location>``."""
+    first: dict[str, str] = {}
+    for source, location, reason in rejected.select("source", "location", "reason").iter_rows():
+        first.setdefault(reason, f"{source}#{location}")
+    return first
 
 
 def _authors_metrics(fmt: str) -> list[dict]:
@@ -610,7 +653,7 @@ def _log_summary(summary: dict, log: Log) -> None:
         log(f"  {kind}: {count} items")
     log(f"rejected rows: {summary['rejected']}")
     for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count}")
+        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
     keys = summary["duplicate_keys"]
     if keys:
         shown = ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else "")
@@ -635,6 +678,11 @@ def _log_summary(summary: dict, log: Log) -> None:
             ids = found["item_ids"]
             shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
             log(f"  {relation}: {found['items']} items: {shown}")
+    for task, groups in summary.get("macro_groups", {}).items():
+        log(
+            f"{task}: {groups['groups']} groups, {groups['groups_counted']} counted by ARO's macro "
+            f"accuracy ({groups['items_counted']} items; importers.aro.aro_macro_accuracy)"
+        )
     for note in summary["notes"]:
         log(f"note: {note}")
     _log_metrics(summary, log)
@@ -762,6 +810,7 @@ def _two_image_summary(
         "images": pl.concat([items["image_0"], items["image_1"]]).n_unique(),
         "rejected": rejected.height,
         "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
+        "first_rejected": _first_rejected(rejected),
         "duplicate_ids": duplicate_ids,
         "duplicate_content": duplicate_content,
         "key_gaps": _key_gaps(items["provenance"], rejected),
@@ -779,7 +828,7 @@ def _log_two_image_summary(summary: dict, log: Log) -> None:
         log(f"  {kind}: {count} items")
     log(f"rejected rows: {summary['rejected']}")
     for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count}")
+        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
     ids = summary["duplicate_ids"]
     if ids:
         shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")

@@ -31,6 +31,7 @@ from vlcomp.importers.common import (
     TwoImageImported,
     TwoImageItem,
     check_on_error,
+    image_reference,
     read_records,
     require_text,
     two_image_items,
@@ -83,7 +84,7 @@ def _converter(prefix: str):
         ids = (_question_id(first, where), _question_id(second, where))
         if ids[0] % 2 != 1 or ids[1] != ids[0] + 1:
             raise RecordError(where, "Question IDs are not an odd id and the next one")
-        kinds = [require_text(row["Type"], "Type", where).strip() for row in value]
+        kinds = [image_reference(row["Type"], "Type", where).strip() for row in value]
         if kinds[0] != kinds[1]:
             raise RecordError(where, "the two rows name different types")
         statements = [require_text(row["Statement"], "Statement", where) for row in value]

@@ -49,6 +49,7 @@ from vlcomp.importers.sugarcrepe_pp import read_sugarcrepe_pp_file
 from vlcomp.importers.svo_probes import IMAGE_NAME, read_svo_probes_file
 from vlcomp.importers.valse import read_valse_file
 from vlcomp.importers.vismin import read_vismin_file
+from vlcomp.importers.vl_checklist import MAX_NUM as VL_CHECKLIST_MAX_NUM
 from vlcomp.importers.vl_checklist import read_vl_checklist_file
 from vlcomp.importers.winoground import read_winoground_file
 
@@ -110,7 +111,8 @@ FORMATS: dict[str, BenchmarkFormat] = {
         CANDIDATES,
         read_sugarcrepe_file,
         doc="SugarCrepe `<type>.json` files (add_att, replace_obj, swap_obj, ...) or a folder of "
-        "them (name `refined/` or `unrefined/`, not their parent).",
+        "them: the release's `data/` (refined) or `data_unrefined/` (unrefined), or copies named "
+        "`refined/` / `unrefined/`; not their parent.",
         source="RAIVNLab/sugar-crepe@0047054 (data/, main_eval.py)",
         metrics=(_pair("the positive caption strictly above the negative (main_eval.py)"),),
     ),
@@ -143,8 +145,9 @@ FORMATS: dict[str, BenchmarkFormat] = {
         source="mertyg/vision-language-models-are-bows@81fdd20 (dataset_zoo/aro_datasets.py)",
         metrics=(
             _pair(
-                "VG-Relation / VG-Attribution: the true caption above the false one "
-                "(macro-averaged over relations / attribute pairs in the paper)"
+                "VG-Relation / VG-Attribution: the true caption above the false one; the "
+                "paper macro-averages over relations (less the 157 its notebook leaves out) / "
+                "attribute pairs (with 25 items or more): importers.aro.aro_macro_accuracy"
             ),
             Metric("R@1", "COCO-Order / Flickr30k-Order: the true caption first of five", 0.2),
         ),
@@ -166,7 +169,9 @@ FORMATS: dict[str, BenchmarkFormat] = {
         CANDIDATES,
         read_crepe_csv,
         doc="CREPE hard-negative CSVs (`syst_vg_hard_negs_<split>_in_<corpus>.csv`, "
-        "`prod_vg_hard_negs_<type>_complexity_<n>.csv`) or folders of them.",
+        "`prod_vg_hard_negs_<type>_complexity_<n>.csv`) or folders of them: the release's "
+        "`syst_hard_negatives/`, or `prod_hard_negatives/` with its `atom/`, `negate/`, `swap/` "
+        "subfolders.",
         source="RAIVNLab/CREPE@1fa81c4 (crepe_eval_utils.py, crepe_prod_eval_clip.py)",
         metrics=(Metric("R@1", "the caption ranked first among it and its hard negatives", None),),
         options={"kinds": ["atom", "comp"]},
@@ -224,13 +229,23 @@ FORMATS: dict[str, BenchmarkFormat] = {
         doc="VL-CheckList corpus YAMLs (`corpus/v1/<Type>/.../<corpus>.yaml`, naming their "
         "`data/` JSON and image root) or `data/` JSON files, or folders of them; the first "
         "positive text against the first negative.",
-        source="om-ai-lab/VL-CheckList@6f8d6a3 (corpus/, data/, vl_checklist/evaluate.py)",
+        source="om-ai-lab/VL-CheckList@6f8d6a3 (corpus/, data/, vl_checklist/evaluate.py, "
+        "configs/sample.yaml)",
         metrics=(
             _pair(
                 "ITC accuracy: the first positive text's probability strictly above "
-                "the first negative's"
+                "the first negative's, per corpus (protocol authors: its first MAX_NUM / 2 "
+                "entries, equal texts kept as ties)"
             ),
         ),
+        options={"protocol": "vlcomp", "max_num": VL_CHECKLIST_MAX_NUM},
+        option_docs={
+            "protocol": "vlcomp: every entry, entries whose first negative equals their first "
+            "positive rejected; authors: as vl_checklist/evaluate.py (task itc) scores, the "
+            "first max_num / 2 entries of each corpus, equal texts kept (a tie, counted wrong).",
+            "max_num": "protocol authors: the authors' MAX_NUM (2000 in their sample config); "
+            "each corpus keeps its first int(max_num / 2) entries, 0 keeps all.",
+        },
     ),
     "cola": BenchmarkFormat(
         TWO_IMAGES,

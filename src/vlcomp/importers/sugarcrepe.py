@@ -24,6 +24,7 @@ from vlcomp.importers.common import (
     RecordError,
     check_on_error,
     concat_imports,
+    image_reference,
     json_object_hook,
     raw_json,
     read_text,
@@ -37,10 +38,26 @@ from vlcomp.vocabulary import SUGARCREPE_TYPES
 _ALIASES = {"add_ent": "add_obj", "replace_ent": "replace_obj", "swap_ent": "swap_obj"}
 GENERATOR = "imported:sugarcrepe"
 BENCHMARKS = {"refined": "sugarcrepe", "unrefined": "sugarcrepe_unrefined"}
+# Folder name -> variant: the release's own folders (RAIVNLab/sugar-crepe: data/ holds the
+# refined benchmark, data_unrefined/ the candidates before refinement) and their renamed
+# copies refined/ and unrefined/.
+VARIANT_FOLDERS = {
+    "refined": "refined",
+    "unrefined": "unrefined",
+    "data": "refined",
+    "data_unrefined": "unrefined",
+}
 
 
 def sugarcrepe_type(family: str, target: str) -> str:
     return f"{family}_{target}"
+
+
+def sugarcrepe_variant(folder: str | Path) -> str:
+    """The variant a folder holds: ``refined`` for ``refined/`` and the release's ``data/``,
+    ``unrefined`` for ``unrefined/`` and ``data_unrefined/``; any other folder's own name."""
+    name = Path(folder).name
+    return VARIANT_FOLDERS.get(name, name)
 
 
 def sugarcrepe_file_type(path: str | Path) -> str | None:
@@ -62,7 +79,7 @@ def _record_item(record: object, where: str) -> tuple[str, str, str]:
     if missing:
         raise RecordError(where, f"missing field(s) {missing}")
     return (
-        require_text(record["filename"], "filename", where),
+        image_reference(record["filename"], "filename", where),
         require_text(record["caption"], "caption", where),
         require_text(record["negative_caption"], "negative_caption", where),
     )
@@ -74,7 +91,8 @@ def read_sugarcrepe_file(
     benchmark: str | None = None,
     on_error: OnError = "raise",
 ) -> Imported:
-    """One ``<type>.json`` file; ``variant`` defaults to the parent folder's name.
+    """One ``<type>.json`` file; ``variant`` defaults to the parent folder's
+    (:func:`sugarcrepe_variant`: ``data/`` is ``refined``, ``data_unrefined/`` ``unrefined``).
 
     item_id is ``sugarcrepe/<variant>/<type>/<key>`` with the file's original key. With
     ``on_error="reject"`` a malformed record, and every repetition of a key after its first
@@ -88,7 +106,7 @@ def read_sugarcrepe_file(
             f"{path}: unknown SugarCrepe type {path.stem!r} (expected one of "
             f"{sorted(SUGARCREPE_TYPES)})"
         )
-    variant = variant or path.parent.name
+    variant = variant or sugarcrepe_variant(path.parent)
     benchmark = benchmark or BENCHMARKS.get(variant, f"sugarcrepe_{variant}")
     family, target = SUGARCREPE_TYPES[type_name]
     try:

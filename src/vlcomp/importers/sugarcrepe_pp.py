@@ -29,6 +29,7 @@ from vlcomp.importers.common import (
     RecordError,
     check_fields,
     check_on_error,
+    image_reference,
     raw_json,
     read_records,
     record_key,
@@ -67,7 +68,7 @@ def sugarcrepe_pp_file_type(path: str | Path) -> str | None:
 def _record_item(record: object, where: str) -> tuple[str, str, str, str]:
     value = check_fields(record, FIELDS, where)
     return (
-        require_text(value["filename"], "filename", where),
+        image_reference(value["filename"], "filename", where),
         require_text(value["caption"], "caption", where),
         require_text(value["caption2"], "caption2", where),
         require_text(value["negative_caption"], "negative_caption", where),

@@ -39,6 +39,7 @@ from vlcomp.importers.common import (
     RecordError,
     TwoImageImported,
     check_on_error,
+    image_reference,
     raw_json,
     read_records,
     require_text,
@@ -81,6 +82,8 @@ def _image_name(template: str, image_id: str, url: str | None, side: str, where:
     url_name = _url_name(url)
     if "{url_name}" in template and not url_name:
         raise RecordError(where, f"{side}_url is empty (image_name uses {{url_name}})")
+    if "{url_name}" in template:
+        image_reference(url_name, f"{side}_url", where)
     return template.format(image_id=image_id, url_name=url_name)
 
 

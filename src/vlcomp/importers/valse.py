@@ -36,6 +36,7 @@ from vlcomp.importers.common import (
     RecordError,
     check_fields,
     check_on_error,
+    image_reference,
     raw_json,
     read_records,
     require_text,
@@ -128,7 +129,7 @@ def read_valse_file(
             if record.error:
                 raise RecordError(where, record.error)
             value = check_fields(record.value, FIELDS, where)
-            image = require_text(value["image_file"], "image_file", where)
+            image = image_reference(value["image_file"], "image_file", where)
             caption = require_text(value["caption"], "caption", where)
             foil = require_text(value["foil"], "foil", where)
             dataset = value.get("dataset")

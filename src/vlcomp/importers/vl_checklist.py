@@ -22,6 +22,20 @@ corpora list three of each) are not scored. ``family`` is the category (``attrib
 ``object``, ``relation``) and ``target`` the rest of the type (``color``,
 ``location_center``, ``size_large``, ``action``, ``spatial``), the breakdown the authors
 report.
+
+Two protocols (the ``protocol`` option):
+
+- ``vlcomp`` (the default): every entry of the corpus; an entry whose first negative equals
+  its first positive is rejected (``negative equals the positive``): it tests nothing.
+- ``authors``: what ``vl_checklist/evaluate.py`` (task ``itc``) scores. It keeps the first
+  ``int(MAX_NUM / 2)`` entries of each corpus (``MAX_NUM`` is 2000 in the release's
+  ``configs/sample.yaml`` and README, so 1,000 entries; 0 keeps all), and the later entries are
+  rejected rows (``beyond the authors' cap ...``). Entries whose first negative equals their
+  first positive are kept: the positive's score then equals the negative's, and the
+  authors' strict ``>`` counts that tie as wrong, as vlcomp's evaluation does (the provenance
+  notes ``tie=equal_texts``). The authors' loader drops entries whose image file is missing
+  BEFORE the cap (``data_loader.py``: ``if os.path.exists(path)``); the cap here counts
+  entries in file order, so the two keep the same entries when every image is present.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ from __future__ import annotations
 import posixpath
 from pathlib import Path
 
+import polars as pl
 import yaml
 
 from vlcomp.importers.common import (
@@ -38,6 +53,7 @@ from vlcomp.importers.common import (
     OnError,
     RecordError,
     check_on_error,
+    image_reference,
     raw_json,
     read_records,
     read_text,
@@ -46,6 +62,9 @@ from vlcomp.importers.common import (
 )
 
 GENERATOR = "imported:vl_checklist"
+PROTOCOLS = ("vlcomp", "authors")
+MAX_NUM = 2000  # the release's configs/sample.yaml and README
+EQUAL_TEXTS_NOTE = "tie=equal_texts"  # provenance of an item kept with equal texts (authors)
 CATEGORIES = ("Attribute", "Object", "Relation")
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -138,7 +157,7 @@ def _entry(value: object, where: str) -> tuple[str, str, str]:
     if not isinstance(value, list) or len(value) != 2:
         raise RecordError(where, "expected [image path, {POS, NEG}]")
     image, texts = value
-    image = require_text(image, "image path", where)
+    image = image_reference(image, "image path", where)
     if not isinstance(texts, dict):
         raise RecordError(where, "expected [image path, {POS, NEG}]")
     missing = [k for k in ("POS", "NEG") if k not in texts]
@@ -147,18 +166,43 @@ def _entry(value: object, where: str) -> tuple[str, str, str]:
     return image, _texts(texts["POS"], "POS", where), _texts(texts["NEG"], "NEG", where)
 
 
+def authors_cap(protocol: str, max_num: object) -> int | None:
+    """The entries kept per corpus: ``int(max_num / 2)`` under the ``authors`` protocol (None
+    when ``max_num`` is 0: all, as ``evaluate.py``'s ``if max_number:``), None under
+    ``vlcomp``. Bad option values raise ``ValueError`` naming the option."""
+    if protocol not in PROTOCOLS:
+        raise ValueError(
+            f"vl_checklist option protocol must be one of {PROTOCOLS}, got {protocol!r}"
+        )
+    if isinstance(max_num, bool) or not isinstance(max_num, int) or max_num < 0:
+        raise ValueError(
+            f"vl_checklist option max_num must be a non-negative integer, got {max_num!r}"
+        )
+    if protocol != "authors" or not max_num:
+        return None
+    return max_num // 2
+
+
 def read_vl_checklist_file(
-    path: str | Path, benchmark: str = "vl_checklist", on_error: OnError = "raise"
+    path: str | Path,
+    benchmark: str = "vl_checklist",
+    on_error: OnError = "raise",
+    *,
+    protocol: str = "vlcomp",
+    max_num: int = MAX_NUM,
 ) -> Imported:
     """One corpus YAML (and the JSON file it names) or one JSON file of ``data/``. item_id is
     ``vl_checklist/<category>/<subtype>/<corpus>/<index>``.
 
-    Rejected with ``on_error="reject"`` (located by ``record=<index>``): malformed entries and
-    entries whose first negative equals their first positive. A file that cannot be read (a
-    YAML without ANNO_PATH, an annotation file that is not a JSON list, a path whose type
-    cannot be told) raises naming it.
+    Rejected with ``on_error="reject"`` (located by ``record=<index>``): malformed entries;
+    under ``protocol="vlcomp"`` entries whose first negative equals their first positive;
+    under ``protocol="authors"`` the entries after the first ``int(max_num / 2)`` (see the
+    module docstring; those are rejected whatever ``on_error`` says, being well-formed). A
+    file that cannot be read (a YAML without ANNO_PATH, an annotation file that is not a JSON
+    list, a path whose type cannot be told) raises naming it.
     """
     check_on_error(on_error)
+    cap = authors_cap(protocol, max_num)
     path = Path(path)
     kind = vl_checklist_type(path)
     if kind is None:
@@ -181,18 +225,23 @@ def read_vl_checklist_file(
     rows = CandidateRows()
     for record in records:
         where = f"{annotations}, {record.location.replace('=', ' ', 1)}"
+        raw = record.value if isinstance(record.value, str) else raw_json(record.value)
+        if cap is not None and record.index >= cap:
+            reason = f"beyond the authors' cap (the first {cap} entries: MAX_NUM {max_num} / 2)"
+            rows.reject(label, record.location, reason, raw)
+            continue
         try:
             if record.error:
                 raise RecordError(where, record.error)
             image, positive, negative = _entry(record.value, where)
-            if negative == positive:
+            if negative == positive and protocol != "authors":
                 raise RecordError(where, "negative equals the positive")
         except RecordError as error:
             if on_error == "raise":
                 raise
-            raw = record.value if isinstance(record.value, str) else raw_json(record.value)
             rows.reject(label, record.location, error.reason, raw)
             continue
+        tie = f";{EQUAL_TEXTS_NOTE}" if negative == positive else ""
         rows.add_item(
             benchmark=benchmark,
             item_id=f"{prefix}/{record.index}",
@@ -202,6 +251,21 @@ def read_vl_checklist_file(
             family=family,
             target=target,
             generator=GENERATOR,
-            provenance=f"{label}#{record.location};corpus={corpus}",
+            provenance=f"{label}#{record.location};corpus={corpus}{tie}",
         )
     return rows.build()
+
+
+def protocol_notes(candidates: pl.DataFrame, protocol: str, max_num: int) -> list[str]:
+    """What an import under ``protocol`` kept that the default would not, for the summary."""
+    cap = authors_cap(protocol, max_num)
+    if protocol != "authors":
+        return []
+    tied = pl.col("provenance").str.contains(EQUAL_TEXTS_NOTE, literal=True)
+    ties = candidates.filter(pl.col("is_positive"), tied)["item_id"].n_unique()
+    kept = "every entry" if cap is None else f"the first {cap} entries (MAX_NUM {max_num} / 2)"
+    return [
+        f"protocol authors: each corpus keeps {kept}, as vl_checklist/evaluate.py does; "
+        f"{ties} items whose first negative equals the first positive are kept (every model "
+        "ties on them, counted wrong, as the authors' strict > does)"
+    ]
