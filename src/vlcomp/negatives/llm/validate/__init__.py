@@ -1,10 +1,11 @@
 """Validation of every LLM output: text checks, then a graph check with OUR parser.
 
 - ``text``: the text checks of every output (empty, equal to the positive, non-English, too
-  long, framing added), before any parse;
+  long, markup, quotes, framing or an explanation added), before any parse;
 - ``graph``: the parser's reader (``GraphReader``) and the graph check of a SugarCrepe
   negative against its positive, one rule per (family, target) (``RULES``, ``graph_reason``);
-- ``grammar``: number disagreement and subject-verb agreement on a parse;
+- ``grammar``: number disagreement, a/an before the wrong sound and subject-verb agreement
+  on a parse;
 - ``edit``: the words-level view of a pair (``EditView``), the clean edit that overrules a
   graph rejection (``clean_edit``) and the edit checks after the graph check;
 - ``pairs``: ``PairValidator``, all of the above for many SugarCrepe pairs at once;
@@ -30,7 +31,15 @@ from .edit import (
     replaced_concept,
     verb_reason,
 )
-from .grammar import AGREEMENT, NUMBER, agreement_errors, number_errors
+from .grammar import (
+    AGREEMENT,
+    ARTICLE,
+    NUMBER,
+    agreement_errors,
+    article_errors,
+    article_for,
+    number_errors,
+)
 from .graph import NO_OBJECTS, RULES, Graph, GraphReader, Rule, graph_reason
 from .pairs import PairCheck, PairValidator
 from .productivity import (
@@ -45,13 +54,19 @@ from .productivity import (
 from .text import (
     EMPTY,
     EQUAL,
+    EXPLANATION,
     FRAMING,
+    MARKUP,
     NON_ENGLISH,
+    QUOTES,
     TEXT_REASONS,
     TOO_LONG,
+    asides,
     english_rules,
     framing,
     framing_added,
+    markup,
+    quote_marks,
     same_text,
     text_reason,
 )
@@ -60,17 +75,21 @@ __all__ = [
     "ADDS",
     "ADDS_NEGATION",
     "AGREEMENT",
+    "ARTICLE",
     "CLAUSE",
     "EDIT_REASONS",
     "EMPTY",
     "EQUAL",
+    "EXPLANATION",
     "FRAMING",
+    "MARKUP",
     "NON_ENGLISH",
     "NOT_ONE_CHANGE",
     "NO_OBJECTS",
     "NUMBER",
     "OMITS",
     "OMITS_NEGATION",
+    "QUOTES",
     "RULES",
     "SWAP_WORDS",
     "SYNONYM",
@@ -87,14 +106,19 @@ __all__ = [
     "Rule",
     "SynonymCheck",
     "agreement_errors",
+    "article_errors",
+    "article_for",
+    "asides",
     "clean_edit",
     "english_rules",
     "framing",
     "framing_added",
     "graph_reason",
     "hunks",
+    "markup",
     "negation_count",
     "number_errors",
+    "quote_marks",
     "replaced_concept",
     "same_text",
     "text_reason",

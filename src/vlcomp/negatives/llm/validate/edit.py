@@ -27,6 +27,8 @@ reason                           rule
 ``grammar: number                a determiner or numeral disagrees with its noun's number
 disagreement``                   ("a dogs", "two dog"; invariant plurals such as "sheep"
                                  never count)
+``grammar: a/an before the       "a" or "an" before a word of the other sound ("an pink",
+wrong sound``                    "a orange", "a X-ray"; ``grammar.article_for``)
 ``grammar: subject-verb          a finite verb disagrees with its subject's number ("a man
 agreement``                      are", "two women is"; coordinated subjects are plural, a
                                  relative pronoun has its noun's number)
@@ -62,7 +64,7 @@ from vlcomp.parse.lexicon import COLOURS, MATERIALS, RELATIONAL_NOUNS
 from vlcomp.text.lemma import ADJ_TAGS, NOUN_TAGS, VERB_TAGS
 from vlcomp.text.lexicon import ARTICLES
 
-from .grammar import AGREEMENT, NUMBER
+from .grammar import AGREEMENT, ARTICLE, NUMBER
 
 CLAUSE = "edit: clause added"
 VERB_CHANGED = "edit: verb changed"
@@ -71,6 +73,7 @@ NOT_ONE_CHANGE = "edit: not one change"
 SWAP_WORDS = "edit: words changed"
 EDIT_REASONS: tuple[str, ...] = (
     NUMBER,
+    ARTICLE,
     AGREEMENT,
     CLAUSE,
     VERB_CHANGED,

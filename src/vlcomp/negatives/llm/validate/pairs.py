@@ -23,7 +23,7 @@ from .edit import (
     replaced_concept,
     verb_reason,
 )
-from .grammar import AGREEMENT, NUMBER, agreement_errors, number_errors
+from .grammar import AGREEMENT, ARTICLE, NUMBER, agreement_errors, article_errors, number_errors
 from .graph import GraphReader, graph_reason
 from .text import english_rules, text_reason
 
@@ -76,6 +76,8 @@ class PairValidator:
         """The first edit check (``validate.edit``) the pair fails, or None."""
         if number_errors(neg.tokens) > number_errors(pos.tokens):
             return NUMBER
+        if article_errors(neg.tokens) > article_errors(pos.tokens):
+            return ARTICLE
         if agreement_errors(neg.tokens) > agreement_errors(pos.tokens):
             return AGREEMENT
         if reason := verb_reason(pos, neg, family, target):

@@ -1,5 +1,6 @@
 """Validation of productivity captions (``ProductivityValidator``): the text checks
-(``validate.text``), then the graph check below.
+(``validate.text``), then "a"/"an" before the wrong sound (``validate.grammar``:
+``article_errors``, any), then the graph check below.
 
 Graph check of a productivity caption (CREPE, n >= 5 atoms): the caption's graph against
 the walk's ``Pattern``, compared as SETS because our parser has no coreference ("the dog"
@@ -27,6 +28,7 @@ from vlcomp.ingest.rules import CaptionRules
 from vlcomp.negatives.productivity_text import Pattern
 from vlcomp.text import collapse_spaces, words
 
+from .grammar import ARTICLE, article_errors
 from .graph import NO_OBJECTS, Graph, GraphReader
 from .text import english_rules, text_reason
 
@@ -180,7 +182,7 @@ class ProductivityValidator:
         refs = self.references(patterns)
         reasons = [text_reason(c, self.max_chars, self.rules) for c in captions]
         todo = [i for i, r in enumerate(reasons) if r is None]
-        self.reader.parsed(collapse_spaces(captions[i] or "") for i in todo)
-        for i in todo:
-            reasons[i] = self.graph_reason(collapse_spaces(captions[i] or ""), refs[i])
+        texts = [collapse_spaces(captions[i] or "") for i in todo]
+        for i, text, tokens in zip(todo, texts, self.reader.tokens(texts), strict=True):
+            reasons[i] = ARTICLE if article_errors(tokens) else self.graph_reason(text, refs[i])
         return reasons, refs
