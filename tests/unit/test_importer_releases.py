@@ -494,3 +494,20 @@ def test_aro_import_reports_the_macro_groups(tmp_path):
         "vg_relation": {"groups": 5, "groups_counted": 2, "items_counted": 5},
     }
     assert "vg_relation: 5 groups, 2 counted by ARO's macro accuracy (5 items" in text
+
+
+def test_the_evaluation_writes_aros_macro_rows():
+    from vlcomp.evaluate.jobs import published_macro_rows
+    from vlcomp.evaluate.metrics import METRIC_SCHEMA
+
+    candidates = _aro_candidates()
+    correct = dict.fromkeys(candidates["item_id"].unique().to_list(), True)
+    predictions = _predictions(correct).with_columns(part=pl.lit(None, pl.String))
+    rows = published_macro_rows(predictions, [(None, candidates)])
+    assert rows.schema == pl.Schema(METRIC_SCHEMA)
+    assert sorted(rows.select("family", "metric", "value").rows()) == [
+        ("swap_att", "accuracy_aro_macro", 1.0),
+        ("swap_rel", "accuracy_aro_macro", 1.0),
+    ]
+    other = candidates.with_columns(generator=pl.lit("imported:sugarcrepe"))
+    assert published_macro_rows(predictions, [(None, other)]).is_empty()

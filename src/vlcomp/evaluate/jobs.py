@@ -25,6 +25,7 @@ from vlcomp.evaluate.embed import (
     text_key,
 )
 from vlcomp.evaluate.metrics import (
+    METRIC_SCHEMA,
     EvalSettings,
     add_flag_counts,
     recall_table,
@@ -40,6 +41,8 @@ from vlcomp.evaluate.retrieval_sets import (
     split_keys,
 )
 from vlcomp.evaluate.scoring import scorer_of
+from vlcomp.importers.aro import GENERATOR as ARO_GENERATOR
+from vlcomp.importers.aro import aro_macro_accuracy
 from vlcomp.io import read_parquet_metadata, write_parquet, write_with
 from vlcomp.models.loading import provenance
 from vlcomp.negatives.context import (
@@ -48,7 +51,7 @@ from vlcomp.negatives.context import (
     text_decides,
     tokenizer_merges,
 )
-from vlcomp.vocabulary import AS_GENERATED
+from vlcomp.vocabulary import ALL, AS_GENERATED, TIE_POLICY
 
 Log = Callable[[str], None]
 
@@ -77,6 +80,31 @@ def collect_metrics(
     frame = frame.select(*rest[:at], *labels, *rest[at:])
     write_parquet(frame, parquet_out, metadata=provenance())
     write_with(csv_out, lambda tmp: frame.write_csv(tmp, float_precision=6))
+
+
+def published_macro_rows(
+    predictions: pl.DataFrame, parts: Sequence[tuple[str | None, pl.DataFrame]]
+) -> pl.DataFrame:
+    """``METRIC_SCHEMA`` rows of the macro averages a benchmark's authors report, for the
+    parts (label, candidates) imported from such a release: ARO's per relation
+    (VG-Relation) and per attribute pair (VG-Attribution), metric ``accuracy_aro_macro``
+    (``importers.aro.aro_macro_accuracy``; no interval)."""
+    rows = [pl.DataFrame(schema=METRIC_SCHEMA)]
+    for label, candidates in parts:
+        if not candidates.height or not (candidates["generator"] == ARO_GENERATOR).any():
+            continue
+        scored = predictions.filter(pl.col("part").eq_missing(label))
+        _, macro = aro_macro_accuracy(scored, candidates)
+        rows.append(
+            macro.filter(pl.col("value").is_not_null()).select(
+                "model", "benchmark", "part", split=pl.lit(ALL), family="family",
+                metric="metric", value="value", n="n", tie_policy=pl.lit(TIE_POLICY),
+                complexity=pl.lit(None, pl.Int64), ci_low=pl.lit(None, pl.Float64),
+                ci_high=pl.lit(None, pl.Float64), n_indistinguishable=pl.lit(None, pl.Int64),
+                n_tied=pl.lit(None, pl.Int64),
+            ).cast(METRIC_SCHEMA)
+        )  # fmt: skip
+    return pl.concat(rows)
 
 
 def evaluated_variant(metric_table: str | Path) -> str:
@@ -182,6 +210,9 @@ def evaluate_benchmark_job(
         list(schema)
     )
     metrics = add_flag_counts(set_metric_table(stacked, eval_settings), stacked)
+    metrics = pl.concat(
+        [metrics, published_macro_rows(stacked, [(p[1], p[2]) for p in usable_parts])]
+    )
     meta = {
         **model_metadata(model_key, loaded),
         **eval_settings.metadata(),
