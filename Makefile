@@ -10,6 +10,8 @@ WORDNET_HOME := $(CURDIR)/resources/nltk_data
 # WordNet it finds there instead of fetching one).
 NLTK_DATA := $(WORDNET_HOME)$(if $(NLTK_DATA),:$(NLTK_DATA))
 CORES ?= all
+# pytest-xdist workers of make test (tests/conftest.py keeps a module's tests on one worker)
+TEST_WORKERS ?= 2
 # pyproject.toml's test extra (CLIP_benchmark), installed without its dependencies
 TEST_DEPS = $(shell $(PYTHON) -c 'import tomllib; \
   print(" ".join(tomllib.load(open("pyproject.toml", "rb"))["project"]["optional-dependencies"]["test"]))')
@@ -35,7 +37,7 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/default
 
 test: setup
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .
