@@ -436,3 +436,19 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
     _length_pairs(100, 1.0).write_parquet(candidates)
     with pytest.raises(ValueError, match="debiasing kept no pair; per type: replace_att"):
         debias_stage(candidates, **outputs)
+
+
+def test_bootstrap_interval_packed_sums_equal_float_sums():
+    from vlcomp.refine.attacks import bootstrap_interval
+
+    rng = np.random.default_rng(3)
+    counts = rng.integers(1, 7, size=500).astype(np.int64)
+    credits = rng.integers(0, 2 * counts + 1) / 2  # multiples of 1/2, at most the count
+    packed = bootstrap_interval(credits, counts, 300, np.random.default_rng(0))
+    draws = np.random.default_rng(0).integers(0, 500, size=(300, 500))
+    floats = credits[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    assert packed == tuple(float(q) for q in np.quantile(floats, [0.025, 0.975]))
+    # credits that are not halves take the float sums
+    thirds = counts / 3
+    low, high = bootstrap_interval(thirds, counts, 300, np.random.default_rng(0))
+    assert low == pytest.approx(1 / 3) and high == pytest.approx(1 / 3)

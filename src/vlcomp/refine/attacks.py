@@ -248,17 +248,40 @@ def _features(a: str, b: str, bigrams: bool) -> Counter[str]:
     return Counter({f: v for f, v in bags[0].items() if v})
 
 
-def _matrix(rows: list[Counter[str]], vocabulary: Mapping[str, int]) -> sparse.csr_matrix:
-    """Rows as a sparse matrix, unknown features dropped, column indices sorted (so that
-    x @ w of -x is exactly minus that of x)."""
-    indptr, indices, data = [0], [], []
-    for row in rows:
-        cells = sorted((vocabulary[f], v) for f, v in row.items() if f in vocabulary)
-        indices += [i for i, _ in cells]
-        data += [float(v) for _, v in cells]
-        indptr.append(len(indices))
-    shape = (len(rows), len(vocabulary))
-    return sparse.csr_matrix((data, indices, indptr), shape=shape, dtype=np.float64)
+_FEATURE_IDS: dict[str, int] = {}  # every feature seen in this process -> a fixed id
+_FEATURE_NAMES: list[str] = []  # and back
+
+
+@lru_cache(maxsize=1 << 17)
+def _feature_arrays(a: str, b: str, bigrams: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``_features(a, b, bigrams)`` as (feature ids in ``_FEATURE_IDS``, values)."""
+    row = _features(a, b, bigrams)
+    for feature in row:
+        if feature not in _FEATURE_IDS:
+            _FEATURE_IDS[feature] = len(_FEATURE_NAMES)
+            _FEATURE_NAMES.append(feature)
+    ids = [_FEATURE_IDS[f] for f in row]
+    return np.asarray(ids, dtype=np.int64), np.asarray(list(row.values()), dtype=np.float64)
+
+
+def _matrix(
+    rows: Sequence[tuple[np.ndarray, np.ndarray]], columns: np.ndarray
+) -> sparse.csr_matrix:
+    """Rows (``_feature_arrays``) as a sparse matrix; ``columns``: feature id -> column (-1
+    or beyond its end: dropped). Column indices sorted, so that x @ w of -x is exactly minus
+    that of x."""
+    lengths = np.fromiter((len(ids) for ids, _ in rows), dtype=np.int64, count=len(rows))
+    ids = np.concatenate([ids for ids, _ in rows]) if rows else np.zeros(0, np.int64)
+    values = np.concatenate([v for _, v in rows]) if rows else np.zeros(0)
+    at = np.repeat(np.arange(len(rows), dtype=np.int64), lengths)
+    known = ids < len(columns)
+    column = np.full(len(ids), -1, dtype=np.int64)
+    column[known] = columns[ids[known]]
+    kept = column >= 0
+    shape = (len(rows), int(columns.max(initial=-1)) + 1)
+    matrix = sparse.csr_matrix((values[kept], (at[kept], column[kept])), shape=shape)
+    matrix.sort_indices()
+    return matrix
 
 
 def fit_linear(
@@ -266,19 +289,23 @@ def fit_linear(
 ) -> Decide:
     """``changed_words`` (``bigrams=False``) or ``context``: d = w . x(a, b), x the feature
     difference (``_features``), w an L2 logistic regression without intercept fitted on
-    x(positive, negative) -> 1 and x(negative, positive) -> 0."""
-    rows = [_features(p, n, bigrams) for p, n in zip(positives, negatives, strict=True)]
-    vocabulary = {f: i for i, f in enumerate(sorted({f for row in rows for f in row}))}
-    if not vocabulary:
+    x(positive, negative) -> 1 and x(negative, positive) -> 0. The columns are the training
+    pairs' features in alphabetical order."""
+    rows = [_feature_arrays(p, n, bigrams) for p, n in zip(positives, negatives, strict=True)]
+    seen = np.unique(np.concatenate([ids for ids, _ in rows])) if rows else np.zeros(0, np.int64)
+    if not len(seen):
         return _zero
-    x = _matrix(rows, vocabulary)
+    ordered = sorted(seen.tolist(), key=_FEATURE_NAMES.__getitem__)
+    columns = np.full(len(_FEATURE_IDS), -1, dtype=np.int64)
+    columns[ordered] = np.arange(len(ordered))
+    x = _matrix(rows, columns)
     labels = np.r_[np.ones(x.shape[0]), np.zeros(x.shape[0])]
     model = LogisticRegression(C=C, fit_intercept=False, solver="liblinear", random_state=seed)
     w = model.fit(sparse.vstack([x, -x]).tocsr(), labels).coef_.ravel()
 
     def decide(a: Sequence[str], b: Sequence[str]) -> np.ndarray:
-        features = [_features(p, n, bigrams) for p, n in zip(a, b, strict=True)]
-        return np.asarray(_matrix(features, vocabulary) @ w, dtype=np.float64)
+        features = [_feature_arrays(p, n, bigrams) for p, n in zip(a, b, strict=True)]
+        return np.asarray(_matrix(features, columns) @ w, dtype=np.float64)
 
     return decide
 
@@ -443,10 +470,23 @@ def bootstrap_interval(
     if resamples <= 0 or m == 0:
         return None, None
     chunk = max(1, 2_000_000 // m)
+    # credits are multiples of 1/2: 2 * credit and the count packed in one integer, so each
+    # resample is one gather and one sum, exact (the same values as two float sums)
+    halves = np.rint(2 * credits).astype(np.int64)
+    packed = (halves << 32) + counts.astype(np.int64)
+    exact = (
+        bool(np.all(halves == 2 * credits))
+        and m * int(halves.max(initial=0)) < 2**30
+        and m * int(counts.max(initial=0)) < 2**31
+    )  # a resample's sums fit their halves of the integer
     stats = []
     for start in range(0, resamples, chunk):
         draw = rng.integers(0, m, size=(min(chunk, resamples - start), m))
-        stats.append(credits[draw].sum(axis=1) / counts[draw].sum(axis=1))
+        if exact:
+            total = packed[draw].sum(axis=1)
+            stats.append((total >> 32) / 2 / (total & 0xFFFFFFFF))
+        else:
+            stats.append(credits[draw].sum(axis=1) / counts[draw].sum(axis=1))
     low, high = np.quantile(np.concatenate(stats), [0.025, 0.975])
     return float(low), float(high)
 
@@ -485,7 +525,7 @@ def attack_accuracy(
         credits, counts = cell["credit"].to_numpy(), cell["n"].to_numpy()
         rng = np.random.default_rng([seed, stable_int(part, kind) % 2**32])
         low, high = bootstrap_interval(credits, counts, resamples, rng)
-        notes = sorted({note for group in cell["note"] for note in group})
+        notes = cell["note"].explode().drop_nulls().unique().sort().to_list()
         rows.append(
             (part, kind, attack, credits.sum() / counts.sum(), low, high)
             + (int(counts.sum()), int(cell["answered"].sum()), "; ".join(notes) or None)
