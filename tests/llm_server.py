@@ -16,8 +16,12 @@ chat completion requests: ``("429", retry_after_s)``, ``("500",)``, ``("delay", 
 closed without a response), ``("status", code)`` (an error with that HTTP status),
 ``("truncate",)`` (the content is cut in half, finish_reason
 ``length``), ``("content", text)`` (this text instead of the answer function's),
-``("body", raw)`` (HTTP 200 with this raw body, e.g. truncated JSON), ``("null",)`` (message
-content null), ``("no_usage",)`` (no ``usage`` in the answer).
+``("body", raw)`` or ``("body", raw, content_type)`` (HTTP 200 with this raw body, e.g.
+truncated JSON, as ``application/json`` unless another type is given), ``("null",)``
+(message content null), ``("no_usage",)`` (no ``usage`` in the answer), ``(None,)`` (the
+normal answer). ``server.default_fault`` (None by default) is applied to every chat request
+that the queue leaves without a fault: ``("body", "<html>...")`` makes a server that answers
+only garbage.
 ``server.reject_formats`` lists ``response_format`` types the server refuses with a 400 (like a
 server without structured output support).
 
@@ -27,7 +31,11 @@ files, batches, and the lines of a batch error file), like a careless server;
 ``server.files_error_status`` answers every ``/v1/files`` request with that HTTP status (404:
 a server without the Files API, such as vLLM's); ``server.batch_expire_after`` answers only
 that many lines of a batch, which then ends ``expired`` with the other lines in its error file
-(``error.code`` ``batch_expired``, as OpenAI's).
+(``error.code`` ``batch_expired``, as OpenAI's). ``server.batch_create_faults`` is a queue
+applied, one per request, to ``POST /v1/batches``: ``("500",)`` answers 500 and creates
+nothing, ``("lost",)`` creates and runs the batch, then answers 500 (an answer lost on the
+way, so the client cannot know the batch exists). ``batch_lines_run`` counts the batch lines
+the server has answered (each one a chat completion it ran).
 
 Every request is recorded (path, parsed body, headers with lower-case names) in
 ``server.requests``; ``chat_bodies()`` lists the chat completion bodies that were answered or
@@ -72,6 +80,9 @@ class FakeLLMServer:
     def __init__(self) -> None:
         self.answer: Callable[[dict], str] = default_answer
         self.faults: collections.deque[tuple] = collections.deque()
+        self.default_fault: tuple | None = None
+        self.batch_create_faults: collections.deque[tuple] = collections.deque()
+        self.batch_lines_run = 0
         self.reject_formats: set[str] = set()
         self.batch_polls_before_complete = 1
         self.echo_key_in_errors = False
@@ -146,7 +157,11 @@ class FakeLLMServer:
 
     def _next_fault(self) -> tuple | None:
         with self._lock:
-            return self.faults.popleft() if self.faults else None
+            return self.faults.popleft() if self.faults else self.default_fault
+
+    def _next_batch_create_fault(self) -> tuple | None:
+        with self._lock:
+            return self.batch_create_faults.popleft() if self.batch_create_faults else None
 
     def completion(self, body: dict, content: str, finish_reason: str = "stop") -> dict:
         prompt = "".join(str(m.get("content", "")) for m in body.get("messages", []))
@@ -210,6 +225,8 @@ class FakeLLMServer:
                     "error": None,
                 }
             )
+        with self._lock:
+            self.batch_lines_run += len(out)
         output_id = self._store(out) if out or self.batch_expire_after is None else None
         error_id = self._store(expired) if expired else None
         return output_id, error_id, len(out), len(expired)
@@ -252,9 +269,9 @@ class _Handler(BaseHTTPRequestHandler):
         except (BrokenPipeError, ConnectionResetError):
             pass  # the client gave up (its timeout); nothing to do
 
-    def _send_raw(self, status: int, data: bytes) -> None:
+    def _send_raw(self, status: int, data: bytes, content_type: str = "application/json") -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -339,7 +356,7 @@ class _Handler(BaseHTTPRequestHandler):
             if fmt in fake.reject_formats:
                 return self._error(400, f"response_format {fmt} is not supported")
             if kind == "body":  # HTTP 200 with this raw body (e.g. truncated JSON)
-                return self._send_raw(200, fault[1].encode())
+                return self._send_raw(200, fault[1].encode(), *fault[2:])
             content = fault[1] if kind == "content" else fake.answer(body)
             finish = "stop"
             if kind == "truncate":
@@ -390,6 +407,9 @@ class _Handler(BaseHTTPRequestHandler):
         input_id = body["input_file_id"]
         if input_id not in self.fake._files:
             return self._error(404, "no such input file")
+        fault = self.fake._next_batch_create_fault()
+        if fault is not None and fault[0] == "500":
+            return self._error(500, "internal error")
         authorization = self.headers.get("Authorization") or ""
         output_id, error_id, n, expired = self.fake.run_batch_files(input_id, authorization)
         batch_id = "batch_" + uuid.uuid4().hex[:12]
@@ -406,6 +426,8 @@ class _Handler(BaseHTTPRequestHandler):
             "request_counts": {"total": n + expired, "completed": n, "failed": expired},
         }
         self.fake._batches[batch_id] = batch
+        if fault is not None and fault[0] == "lost":
+            return self._error(500, "internal error (the batch was created)")
         shown = dict(batch)
         shown.update(status="validating", output_file_id=None)
         return self._send_json(200, shown)

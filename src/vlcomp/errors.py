@@ -21,6 +21,9 @@ code  class                  meaning
 7     LowYield               accepted / attempted fell below ``llm.min_yield``
 8     BatchPending           batch jobs are running, or a vLLM ``run_batch`` command must
                              be run first; rerun afterwards to import and continue
+9     EndpointMalformed      ``llm.breaker_malformed`` consecutive unusable answers (HTTP
+                             200 bodies that are not a chat completion; empty, non-JSON or
+                             off-schema answers)
 ====  =====================  ===========================================================
 """
 
@@ -61,6 +64,12 @@ class BatchPending(JobStop):
     exit_code = 8
 
 
+class EndpointMalformed(JobStop):
+    """The endpoint keeps answering HTTP 200 with nothing usable."""
+
+    exit_code = 9
+
+
 EXIT_CODES = {
     cls.__name__: cls.exit_code
     for cls in (
@@ -70,5 +79,6 @@ EXIT_CODES = {
         DryRun,
         LowYield,
         BatchPending,
+        EndpointMalformed,
     )
 }

@@ -20,7 +20,7 @@ import yaml
 from tests.integration.test_llm_workflow import GENERATED, files_containing, write_inputs
 from tests.integration.test_workflow import snakemake
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
-from tests.unit.test_llm_negatives import KEY_ENV, SECRET, sugarcrepe_answer
+from tests.unit.test_llm_negatives import KEY_ENV, SECRET, nothing_found, sugarcrepe_answer
 from vlcomp.llm.ledger import reset
 
 pytestmark = pytest.mark.integration
@@ -41,12 +41,13 @@ def refusing(status: int):
 
 CASES = {
     # name: (llm config overrides, server faults (None: a base_url nothing answers), answer, code)
-    # 403, DNS failures and malformed bodies take the same paths as 401, a closed port and a
-    # low yield: tests/unit/test_llm_failures.py covers them at the client
+    # 403 and DNS failures take the same paths as 401 and a closed port:
+    # tests/unit/test_llm_failures.py covers them at the client
     "401 wrong key": ({}, refusing(401), None, 3),
     "404 wrong model": ({"model": "no-such-model"}, refusing(404), None, 3),
     "connection refused": ({"base_url": "closed"}, None, None, 4),
-    "low yield": ({}, [], lambda body: "{}", 7),
+    "low yield": ({}, [], nothing_found, 7),
+    "garbage 200": ({}, [("body", "<html>502 Bad Gateway</html>")] * 5000, None, 9),
     "budget": ({"budget": {"max_calls": 5}}, [], None, 5),
     "dry run": ({"dry_run": True}, [], None, 6),
 }
@@ -126,6 +127,7 @@ def test_bad_endpoints_fail_at_once_with_one_line_and_a_documented_code(
     assert "'no-such-model'" in by["404 wrong model"]["message"]
     assert "unreachable" in by["connection refused"]["message"]
     assert "min_yield" in by["low yield"]["message"]
+    assert "malformed answers in a row" in by["garbage 200"]["message"]
     assert "max_calls=5" in by["budget"]["message"] and by["budget"]["chat_calls"] == 5
     assert "nothing was sent" in by["dry run"]["message"] and by["dry run"]["chat_calls"] == 0
     # a refusal stops at once: at most the calls in flight (max_concurrency 2) are sent

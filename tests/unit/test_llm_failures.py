@@ -1,13 +1,16 @@
 """Endpoints that refuse, vanish or answer garbage: the client stops at once with one line
 naming base_url, model and status (never the key), trips a circuit breaker on repeated
-connection failures, retries malformed answers as transient errors, and charges every call
-to a spend ledger that persists across runs (``vlcomp.llm.ledger``).
+connection failures, retries malformed answers as transient errors (at once, within
+``malformed_retries``) and stops an endpoint that answers nothing usable (the malformed-answer
+breaker), and charges every call to a spend ledger that persists across runs
+(``vlcomp.llm.ledger``; per-call spend under faults is in test_llm_spend.py).
 
 Uses the loopback server of ``tests/llm_server.py`` and the real ``openai`` client."""
 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import threading
 import time
@@ -17,7 +20,7 @@ import pytest
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
 from tests.unit.test_llm_client import KEY_ENV, answer, client, requests_for, settings
 from vlcomp.errors import BudgetExhausted, EndpointRefused, EndpointUnreachable
-from vlcomp.llm import LLMClient, LLMSettings
+from vlcomp.llm import EndpointMalformed, LLMClient, LLMSettings
 from vlcomp.llm.ledger import SpendLedger, reset
 from vlcomp.llm.ledger import main as ledger_main
 
@@ -153,6 +156,62 @@ def test_malformed_answers_are_retried_and_counted(server, api_key, tmp_path, fa
     assert c.stats["malformed_retried"] == {reason: 1}
 
 
+def test_malformed_bodies_are_asked_again_at_once_within_malformed_retries(
+    server, api_key, tmp_path, monkeypatch
+):
+    waits: list[float] = []
+    monkeypatch.setattr(LLMClient, "_wait", lambda self, s: waits.append(s) or False)
+    server.default_fault = ("body", "<html><body>502 Bad Gateway</body></html>")
+    c = client(server, tmp_path / "c", max_concurrency=1, max_retries=5, malformed_retries=2)
+    (r,) = c.complete_many(requests_for(1))
+    assert r.error == "invalid_body" and r.text is None
+    assert server.chat_calls == 3 and waits == [] and c.stats["retries"] == 0
+    assert c.stats["malformed_retried"] == {"invalid_body": 2}
+    assert len(c.cache) == 0
+
+
+GARBAGE = "<html><body>502 Bad Gateway (upstream said: bad key {key})</body></html>"
+
+
+@pytest.mark.parametrize(
+    "fault,reason,quote",
+    [
+        (("body", GARBAGE), "invalid_body", "'<html><body>502 Bad Gateway"),
+        (("body", GARBAGE, "text/html"), "invalid_response", "'<html><body>502 Bad Gateway"),
+        (("body", '{"id": "x", "usage": "{key}"}'), "invalid_response", """'{"id": "x", """),
+        (("null",), "empty", "was a null content"),
+        (("truncate",), "parse_error", """'{"negative": "a blue car"""),
+        (("content", '{"negative": "{key}"}'), "schema_error", """'{"negative": "[redacted]"""),
+    ],
+)
+def test_an_endpoint_answering_only_garbage_trips_the_malformed_breaker(
+    server, api_key, tmp_path, monkeypatch, fault, reason, quote
+):
+    waits: list[float] = []
+    monkeypatch.setattr(LLMClient, "_wait", lambda self, s: waits.append(s) or False)
+    server.default_fault = tuple(str(f).replace("{key}", api_key) for f in fault)
+    c = client(server, tmp_path / "c", max_concurrency=4, breaker_malformed=6)
+    with pytest.raises(EndpointMalformed) as caught:
+        c.complete_many(requests_for(20))
+    message = str(caught.value)
+    assert caught.value.exit_code == 9 and "\n" not in message
+    assert server.base_url in message and "'test-model'" in message
+    assert re.search(r"\b\d+ malformed answers in a row \(llm.breaker_malformed=6\)", message)
+    assert f"the last ({reason}) was " in message and quote in message, message
+    assert api_key not in message
+    # the breaker's count, plus the calls in flight when it tripped; no backoff
+    assert 6 <= server.chat_calls <= 6 + 3 and waits == []
+    assert server.chat_calls == SpendLedger(tmp_path / "c").totals().calls == c.stats["calls"]
+    assert len(c.cache) == 0
+
+
+def test_usable_answers_in_between_never_trip_the_malformed_breaker(server, api_key, tmp_path):
+    server.faults.extend([("body", "<html>"), (None,)] * 10)
+    c = client(server, tmp_path / "c", max_concurrency=1, breaker_malformed=2)
+    out = c.complete_many(requests_for(10))
+    assert all(r.error is None for r in out) and server.chat_calls == 20
+
+
 def test_missing_usage_is_estimated_and_flagged(server, api_key, tmp_path):
     server.faults.append(("no_usage",))
     c = client(server, tmp_path / "c", max_concurrency=1)
@@ -208,8 +267,7 @@ def test_concurrent_clients_share_one_budget(server, api_key, tmp_path):
         t.join()
     assert sum(c.stats["calls"] for c in clients) == 7
     assert SpendLedger(cache).totals().calls == 7
-    # a call retried under load (a timeout) is one call, sent twice
-    assert server.chat_calls == 7 + sum(c.stats["retries"] for c in clients)
+    assert server.chat_calls == 7  # a retry (a timeout under load) is a call like any other
 
 
 def test_a_torn_ledger_line_is_skipped(tmp_path):
@@ -229,7 +287,13 @@ def test_settings_of_the_new_keys():
 
     s = settings(type("S", (), {"base_url": "http://x/v1"})())
     assert (s.min_yield, s.breaker_failures, s.malformed_retries) == (0.1, 10, 2)
-    for bad in ({"min_yield": 1.5}, {"breaker_failures": 0}, {"batch_backend": "x"}):
+    assert s.breaker_malformed == 30
+    for bad in (
+        {"min_yield": 1.5},
+        {"breaker_failures": 0},
+        {"breaker_malformed": 0},
+        {"batch_backend": "x"},
+    ):
         with pytest.raises(ConfigError, match=f"config key 'llm.{next(iter(bad))}'"):
             validate_section("llm", bad)
 

@@ -806,10 +806,18 @@ def test_max_items_sends_a_seeded_sample(tmp_path, server) -> None:
     assert stats["spend"]["spent"]["calls"] == stats["calls"] > 0
 
 
+def nothing_found(body: dict) -> str:
+    """A well-formed answer of each step that finds nothing (the swap step says the swap is
+    not possible): below min_yield, not a malformed answer."""
+    if step_of(body) == "swap":
+        return json.dumps({"possible": False, "first": "", "second": "", "caption": ""})
+    return '{"concepts": []}'
+
+
 def test_a_yield_below_min_yield_fails_with_the_rejections_and_writes_nothing(
     tmp_path, server
 ) -> None:
-    server.answer = with_faults(lambda body: '{"concepts": []}')  # nothing is ever located
+    server.answer = with_faults(nothing_found)  # well-formed answers, nothing ever usable
     with pytest.raises(LowYield, match=r"0 of \d+ kept .*min_yield=0.1.*top rejections"):
         run_pairs(tmp_path, server)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "items.parquet"]

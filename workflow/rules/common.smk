@@ -289,7 +289,7 @@ LLM_KEYS = tuple(
     "structured_output temperatures max_attempts max_chars budget prices dry_run "
     "backoff_base_s backoff_max_s progress_every completion_tokens_estimate batch_poll_s "
     "batch_wait_s batch_backend batch_outputs min_yield breaker_failures breaker_seconds "
-    "malformed_retries".split()
+    "malformed_retries breaker_malformed".split()
 )
 
 

@@ -16,7 +16,7 @@ from vlcomp.llm.client import LLMClient
 from vlcomp.llm.estimate import Estimate, estimate_cost
 from vlcomp.llm.request import Request, Response, check_strict_schema, parse_json_tolerant
 from vlcomp.llm.settings import Budget, LLMSettings, Price
-from vlcomp.llm.transport import MissingAPIKey
+from vlcomp.llm.transport import EndpointMalformed, MissingAPIKey
 
 __all__ = [
     "BatchOutputError",
@@ -25,6 +25,7 @@ __all__ = [
     "Budget",
     "BudgetExhausted",
     "CacheEntry",
+    "EndpointMalformed",
     "Estimate",
     "ImportCounts",
     "LLMClient",

@@ -1,11 +1,13 @@
 """Accounting: the budget, the spend ledger and the counters of one client, for both modes.
 
-Every call is charged to the spend ledger (``ledger.py``) before it is sent
-(``reserve_call``), its usage when it returns (``charge_usage``), so ``llm.budget`` limits are
-totals over all runs through the cache folder. Batch lines are charged as calls when written
-(``BatchAllowance``, ``charge_batch_written``) and their usage when imported
-(``charge_batch_import``). Once a limit is reached ``exhausted`` names it and no new call
-starts. The counters (cache hits, retries, failures by reason, ...) are the client's
+Every HTTP call to the chat endpoint (a first try, a retry, a structured-output step down,
+a malformed answer asked again) is charged to the spend ledger (``ledger.py``) before it is
+sent (``reserve_call``, by the transport), its usage when it returns (``charge_usage``), so
+``llm.budget`` limits are totals over all runs through the cache folder. Batch lines are
+charged as calls when written (``BatchAllowance``, ``charge_batch_written``), again each time
+their batch is created again (``reserve_call(n, source="batch")``), and their usage when
+imported (``charge_batch_import``). Once a limit is reached ``exhausted`` names it and no new
+call starts. The counters (cache hits, retries, failures by reason, ...) are the client's
 ``stats``; this module only counts, it never talks to an endpoint.
 """
 
@@ -24,10 +26,11 @@ from vlcomp.llm.settings import Budget, LLMSettings, Price
 logger = logging.getLogger("vlcomp.llm")
 
 
-def budget_refusal(budget: Budget, spent: Spend) -> str | None:
-    """The limit that ``spent`` has reached (``max_calls=10``), None while all have room."""
+def budget_refusal(budget: Budget, spent: Spend, calls: int = 1) -> str | None:
+    """The limit that leaves no room for ``calls`` more calls after ``spent``
+    (``max_calls=10``), None while all have room."""
     b = budget
-    if b.max_calls is not None and spent.calls >= b.max_calls:
+    if b.max_calls is not None and spent.calls + calls > b.max_calls:
         return f"max_calls={b.max_calls}"
     if b.max_tokens is not None and spent.tokens >= b.max_tokens:
         return f"max_tokens={b.max_tokens}"
@@ -90,14 +93,14 @@ class Accounting:
             self._exhausted = reason
             return True
 
-    def reserve_call(self) -> bool:
-        """Take one call from the budget (the ledger's totals over all runs, checked and
-        charged under its lock); False when a limit is reached."""
+    def reserve_call(self, calls: int = 1, source: str = "sync") -> bool:
+        """Take ``calls`` calls from the budget (the ledger's totals over all runs, checked
+        and charged under its lock); False (nothing charged) when a limit has no room."""
         if self._exhausted is not None:
             return False
-        record = {"calls": 1, "model": self.settings.model, "source": "sync"}
+        record = {"calls": calls, "model": self.settings.model, "source": source}
         reason, _ = self.ledger.reserve(
-            lambda spent: budget_refusal(self.settings.budget, spent), record
+            lambda spent: budget_refusal(self.settings.budget, spent, calls), record
         )
         if reason is not None:
             if self.mark_exhausted(reason):
@@ -107,7 +110,10 @@ class Accounting:
                 )
             return False
         with self._lock:
-            self._calls += 1
+            if source == "sync":
+                self._calls += calls
+            else:
+                self._counts["batch_resubmitted"] += calls
         return True
 
     def batch_allowance(self) -> BatchAllowance:
@@ -148,7 +154,7 @@ class Accounting:
     # -- counters --------------------------------------------------------------------------
     def count(self, name: str, n: int = 1) -> None:
         """Add to a plain counter: cache_hits, retries, format_fallbacks, usage_estimated,
-        batch_written, batch_imported."""
+        batch_written, batch_imported (``batch_resubmitted`` is counted by ``reserve_call``)."""
         with self._lock:
             self._counts[name] += n
 
@@ -158,7 +164,7 @@ class Accounting:
             self._failures[reason] += 1
 
     def count_malformed(self, reason: str) -> None:
-        """A malformed answer or body that is asked again."""
+        """An unusable answer (or body) that is asked again."""
         with self._lock:
             self._malformed[reason] += 1
 
@@ -179,6 +185,7 @@ class Accounting:
                 "retries": self._counts["retries"],
                 "format_fallbacks": self._counts["format_fallbacks"],
                 "batch_written": self._counts["batch_written"],
+                "batch_resubmitted": self._counts["batch_resubmitted"],
                 "batch_imported": self._counts["batch_imported"],
                 "prompt_tokens": self._prompt_tokens,
                 "completion_tokens": self._completion_tokens,

@@ -43,11 +43,19 @@ with the vllm backend) that a newly imported file covers in part, answered or fa
 new to the state, or changed since: ``state["outputs"]`` holds each applied file's sha256), is
 marked done too, and its unanswered requests are written again as a new job by the same run.
 
+Spend: every line written is charged to the spend ledger as one call (within ``llm.budget``:
+the lines past a limit are not written). Creating a job's batch again (a ``batches.create``
+retried after its answer was lost, or sent again by a rerun after a kill) may run its lines
+again, so every creation after the first charges them again before it is sent
+(``create_attempts`` in the state; without room the job is left unsubmitted and the budget is
+exhausted). Uploads, polls and downloads run no completion and are not charged.
+
 State (``state_path``, JSON, written atomically after every change) lists the jobs: the input
-file name, its uploaded file id, the batch id, the last status seen, the output / error file
-ids, and whether the output was imported (downloaded as ``output-<batch id>.jsonl`` and
-``error-<batch id>.jsonl`` beside the inputs). A run that stops (or is killed) anywhere resumes
-from it: submitted jobs are polled, not submitted again. It never holds the API key.
+file name, its uploaded file id, the times its batch was created, the batch id, the last
+status seen, the output / error file ids, and whether the output was imported (downloaded as
+``output-<batch id>.jsonl`` and ``error-<batch id>.jsonl`` beside the inputs). A run that
+stops (or is killed) anywhere resumes from it: submitted jobs are polled, not submitted
+again. It never holds the API key.
 """
 
 from __future__ import annotations
@@ -75,6 +83,7 @@ from vlcomp.llm.transport import (
     RETRYABLE_STATUS,
     equal_jitter_delay,
     retry_after_s,
+    server_words,
 )
 from vlcomp.redact import redact
 
@@ -104,6 +113,10 @@ T = TypeVar("T")
 
 class BatchOutputError(InputError):
     """A file named in ``llm.batch_outputs`` is missing or cannot be read."""
+
+
+class _NoRoom(Exception):
+    """The budget has no room to create a job's batch again."""
 
 
 @dataclass(frozen=True)
@@ -165,10 +178,7 @@ def custom_ids(path: str | Path) -> list[str]:
 
 def _one_line(text: Any) -> str:
     """A server's message, redacted, on one line, at most ``MAX_MESSAGE_CHARS``."""
-    flat = " ".join(redact(str(text)).split())
-    if len(flat) > MAX_MESSAGE_CHARS:
-        flat = flat[: MAX_MESSAGE_CHARS - 3] + "..."
-    return flat
+    return server_words(text, MAX_MESSAGE_CHARS)
 
 
 def _http(status: Any) -> str | None:
@@ -531,15 +541,28 @@ class BatchRunner:
                 f = self._api(f"upload of {job['input']}", "/v1/files", upload)
                 job["input_file_id"] = f.id
                 self._save(state)
-            batch = self._api(
-                f"batch of {job['input']}",
-                "/v1/batches",
-                lambda job=job: api.batches.create(
-                    input_file_id=job["input_file_id"],
-                    endpoint=ENDPOINT,
-                    completion_window="24h",
-                ),
-            )
+
+            def create(job: dict = job):
+                # the write charged one run of the job's lines; a batch created again (a retry
+                # after a lost answer, a rerun after a kill) may run them again: charged again
+                again = job.get("create_attempts", 0) > 0
+                if again and not self.client.accounting.reserve_call(job["n"], source="batch"):
+                    raise _NoRoom
+                job["create_attempts"] = job.get("create_attempts", 0) + 1
+                self._save(state)
+                return api.batches.create(
+                    input_file_id=job["input_file_id"], endpoint=ENDPOINT, completion_window="24h"
+                )
+
+            try:
+                batch = self._api(f"batch of {job['input']}", "/v1/batches", create)
+            except _NoRoom:
+                logger.warning(
+                    "llm batch: budget reached: %s (%d lines) is not created again",
+                    job["input"],
+                    job["n"],
+                )
+                return
             job.update(batch_id=batch.id, status=batch.status)
             self._save(state)
             self.client.log(f"llm batch: submitted {job['input']} ({job['n']}) as {batch.id}")

@@ -8,9 +8,9 @@ What it adds to ``openai.OpenAI`` (which it drives with ``max_retries=0``):
   returns equal ``Response`` objects (``Response.cached`` tells them apart but is not compared).
 - **Bounded concurrency.** ``complete_many`` runs at most ``max_concurrency`` calls at once
   (threads) and returns the responses in request order. Identical requests are sent once.
-- **Retries** with exponential backoff and jitter on 408/409/429/5xx, timeouts, dropped
-  connections and bodies that are not a chat completion (``max_retries`` more attempts),
-  honouring ``Retry-After`` / ``retry-after-ms``. Other 4xx fail the request (``http_<status>``).
+- **Retries** with exponential backoff and jitter on 408/409/429/5xx, timeouts and dropped
+  connections (``max_retries`` more attempts), honouring ``Retry-After`` /
+  ``retry-after-ms``. Other 4xx fail the request (``http_<status>``).
 - **Refusals stop the job at once.** 401, 403, 404 (model or endpoint) and a 400/422 that no
   structured-output fallback explains stop every call (no new call starts, backoff sleeps end)
   and ``complete_many`` raises ``vlcomp.errors.EndpointRefused`` once the calls in flight are
@@ -18,13 +18,21 @@ What it adds to ``openai.OpenAI`` (which it drives with ``max_retries=0``):
 - **A circuit breaker**: ``breaker_failures`` consecutive connection failures, timeouts or 5xx
   (across threads; 429s do not count), or failures without a success for ``breaker_seconds``,
   stop the calls the same way with ``EndpointUnreachable``.
-- **Malformed answers are transient**: an empty content, a non-JSON answer or one off its
-  schema is asked again up to ``malformed_retries`` times (counted by reason in
-  ``stats["malformed_retried"]``) and never cached. A missing ``usage`` is estimated
-  (characters / 4) and counted in ``stats["usage_estimated"]``.
+- **Malformed answers are transient**: an HTTP 200 whose body is not JSON
+  (``invalid_body``) or not a chat completion (``invalid_response``), an empty or null
+  content (``empty``), a non-JSON answer (``parse_error``) or one off its schema
+  (``schema_error``) is asked again at once (no backoff) up to ``malformed_retries`` times
+  (counted by reason in ``stats["malformed_retried"]``) and never cached. A missing
+  ``usage`` is estimated (characters / 4) and counted in ``stats["usage_estimated"]``.
+- **A malformed-answer breaker**: ``breaker_malformed`` malformed answers in a row (across
+  threads; a usable answer resets the count, HTTP errors neither count nor reset it) stop
+  the calls the same way with ``EndpointMalformed`` (exit status 9), whose message quotes
+  the start of the last body or answer, redacted.
 - **Budget** (calls, tokens, USD from the price table) over ALL runs through the cache folder:
-  every call is charged to the spend ledger (``ledger.py``) before it is sent, its usage when
-  it returns, so limits are totals across runs and across jobs running at once. When a limit
+  every HTTP call (first try, retry, structured-output step down, malformed answer asked
+  again) is charged to the spend ledger (``ledger.py``) before it is sent, its usage when it
+  returns, so limits are totals across runs and across jobs running at once, and the
+  ledger's calls are the calls the server received. When a limit
   is reached no new call starts; calls in flight finish and are cached. ``complete_many`` then
   RETURNS normally: every request that was not answered gets ``error="budget_exhausted"``,
   ``client.budget_exhausted`` is True and every later ``complete_many`` of this client answers
@@ -50,7 +58,8 @@ What it adds to ``openai.OpenAI`` (which it drives with ``max_retries=0``):
   the output into the cache and answers from it. With ``batch_backend: vllm`` nothing is sent:
   the input JSONL is written and ``BatchPending`` gives the exact ``run_batch`` command; the
   files named in ``batch_outputs`` (vLLM's or OpenAI's output format) are imported first.
-  Batch lines are charged to the ledger as calls when written, their usage when imported.
+  Batch lines are charged to the ledger as calls when written (and again when their batch
+  is created again), their usage when imported.
 
 The API key is read from the environment variable NAMED by ``api_key_env``; a call needs it
 (an all-cached rerun does not). It is registered with ``vlcomp.redact`` as soon as a client
@@ -63,12 +72,13 @@ the variable, an OpenAI endpoint (``base_url: null``) is an error; a local serve
 Error reasons in ``Response.error``: ``parse_error``, ``schema_error``, ``empty`` (no content;
 these three after their retries), ``budget_exhausted``, ``http_<status>``, ``timeout``,
 ``connection``, ``invalid_body`` / ``invalid_response`` (a 200 that is not a chat
-completion), ``stopped`` (the client was stopped), ``dry_run``, ``not_cached``
+completion; after their retries), ``stopped`` (the client was stopped), ``dry_run``,
+``not_cached``
 (``cache_only=True`` or a batch request that failed).
 
 Where the parts live: ``settings.py`` (the ``llm:`` config block, ``LLMSettings``),
 ``request.py`` (``Request``, ``Response``, parsing and schema checks), ``transport.py`` (the
-``openai`` client, retries, refusals, the circuit breaker), ``accounting.py`` (budget, spend
+``openai`` client, retries, refusals, the two breakers), ``accounting.py`` (budget, spend
 ledger, counters), ``report.py`` (progress and summary lines), ``estimate.py`` (dry-run and
 cost estimates), ``sync.py`` and ``batch.py`` (the two modes, picked in ``modes.py``). This
 module ties them together.
@@ -195,8 +205,9 @@ class LLMClient:
     ) -> list[Response]:
         """Answer the requests, in order: cache first, then calls (bounded concurrency, budget
         checked before each). A failed call is a ``Response.error``; an endpoint that refuses
-        (401/403/404, an unexplained 400) or stays unreachable raises ``EndpointRefused`` /
-        ``EndpointUnreachable`` once the calls in flight are done."""
+        (401/403/404, an unexplained 400), stays unreachable or keeps answering malformed
+        bodies raises ``EndpointRefused`` / ``EndpointUnreachable`` / ``EndpointMalformed``
+        once the calls in flight are done."""
         keys = [self.key(r) for r in requests]
         out, todo = self._answer_from_cache(requests, keys)
 

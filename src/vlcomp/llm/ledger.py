@@ -7,11 +7,13 @@
     {"calls": 1, "model": "gpt-4o-mini", "source": "sync"}                       # a call starts
     {"prompt_tokens": 812, "completion_tokens": 95, "cost_usd": 0.00018, ...}      # its usage
 
-Totals are the sums over all records. Cached answers cost nothing and write nothing. A call is
-counted before it is sent (so concurrent jobs can never exceed ``max_calls`` together); its
+Totals are the sums over all records. Cached answers cost nothing and write nothing. Every
+HTTP call to the chat endpoint (a first try, each retry, a structured-output step down, a
+malformed answer asked again) is counted before it is sent, so the ledger's calls are the
+calls the server received and concurrent jobs can never exceed ``max_calls`` together; its
 tokens and cost when its answer arrives (so token and money limits can be overshot by what
-the calls in flight use). Batch requests count as calls when their input file is written and
-their usage when their output is imported.
+the calls in flight use). Batch requests count as calls when their input file is written
+(and again if their batch is created again) and their usage when their output is imported.
 
 To give a run more room, raise the limit in ``llm.budget`` (it is a total). To start counting
 from zero, ``python -m vlcomp.llm.ledger reset <cache_dir>`` renames the ledger to

@@ -89,7 +89,8 @@ class LLMSettings:
     min_yield: float = 0.1  # accepted / attempted below this fails the job
     breaker_failures: int = 10  # consecutive connection failures / timeouts / 5xx that stop
     breaker_seconds: float = 300.0  # ... or failing without a success for this long
-    malformed_retries: int = 2  # more calls for an empty, non-JSON or off-schema answer
+    malformed_retries: int = 2  # more calls, at once, for an answer that is not usable
+    breaker_malformed: int = 30  # consecutive malformed answers (across threads) that stop
 
     @classmethod
     def from_config(cls, mapping: Mapping[str, Any] | None, prefix: str = "llm") -> LLMSettings:

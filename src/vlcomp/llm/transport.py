@@ -3,13 +3,19 @@
 - ``ChatTransport`` owns the ``openai.OpenAI`` client (made on first use, ``max_retries=0``,
   the key read from the variable named by ``api_key_env`` and registered with
   ``vlcomp.redact``) and sends one chat completion with retries: exponential backoff with
-  jitter on 408/409/429/5xx, timeouts, dropped connections and bodies that are not a chat
-  completion, honouring ``Retry-After`` / ``retry-after-ms``; a 400/422 steps down the
-  structured-output formats; 401/403/404 and an unexplained 400/422 stop every call
-  (``EndpointRefused``), and so does the circuit breaker (``EndpointUnreachable``).
+  jitter on 408/409/429/5xx, timeouts and dropped connections, honouring ``Retry-After`` /
+  ``retry-after-ms``; a 400/422 steps down the structured-output formats; 401/403/404 and an
+  unexplained 400/422 stop every call (``EndpointRefused``), and so does the circuit breaker
+  (``EndpointUnreachable``). EVERY HTTP call it sends (first try, retry, format step) is
+  charged to the budget first (``Accounting.reserve_call``); none is sent once a limit is
+  reached. A 200 whose body is not a chat completion is returned at once (``MalformedBody``,
+  no backoff): the caller asks again within ``malformed_retries`` and counts every unusable
+  answer for the malformed-answer breaker (``malformed`` / ``well_formed``):
+  ``breaker_malformed`` in a row stop every call (``EndpointMalformed``).
 - ``StopSwitch`` is that stop: the first error wins, no new call starts, backoff sleeps end.
 - ``retry_after_s``, ``equal_jitter_delay``, ``RETRYABLE_STATUS`` and ``MAX_RETRY_AFTER_S``
-  are the retry policy, also used by batch mode's Files / Batches API calls.
+  are the retry policy, also used by batch mode's Files / Batches API calls; ``server_words``
+  is how a server's words reach a message (redacted, one line, cut).
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from vlcomp import redact
-from vlcomp.errors import EndpointRefused, EndpointUnreachable, JobStop
+from vlcomp.errors import EndpointMalformed, EndpointRefused, EndpointUnreachable, JobStop
 from vlcomp.llm.accounting import Accounting
 from vlcomp.llm.request import Request
 from vlcomp.llm.settings import FORMATS, LLMSettings
@@ -38,6 +44,7 @@ RETRYABLE_STATUS = frozenset({408, 409, 429})  # and every 5xx
 MAX_RETRY_AFTER_S = 600.0
 REFUSED_STATUS = frozenset({400, 401, 403, 404, 422})  # stop every call (after any fallback)
 FORMAT_LEVELS = {"auto": 0, "json_schema": 0, "json_object": 1, "none": 2}  # into FORMATS
+QUOTED_CHARS = 200  # of a server's words quoted in a stop's message
 
 _REFUSALS = {
     400: "the server refused the request (bad request) in every structured-output format",
@@ -50,6 +57,20 @@ _REFUSALS = {
 
 class MissingAPIKey(EndpointRefused):
     """The environment variable named by ``api_key_env`` is not set (and one is needed)."""
+
+
+def server_words(text: object, limit: int = QUOTED_CHARS) -> str:
+    """A server's words (an error message, a body, an answer) as a message quotes them:
+    redacted BEFORE they are cut (no part of a key survives), on one line, at most
+    ``limit`` characters (``...`` marks a cut)."""
+    flat = " ".join(redact.redact(str(text)).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def quoted(text: str | None) -> str:
+    """A body or an answer's content as a stop's message quotes it: ``server_words`` in
+    quotes, or ``a null content``."""
+    return "a null content" if text is None else repr(server_words(text))
 
 
 def retry_after_s(headers: Mapping[str, str] | None) -> float | None:
@@ -93,7 +114,7 @@ def endpoint_refusal(settings: LLMSettings, status: int, server_message: str) ->
     """The one-line error for a refused request: base_url, model, status, what it means, and
     the server's words (redacted, at most 200 characters)."""
     what = _REFUSALS.get(status, "the server refused the request")
-    detail = redact.redact(" ".join(str(server_message).split()))[:200]
+    detail = server_words(server_message)
     hint = f" (key from ${settings.api_key_env})" if status in (401, 403) else ""
     return EndpointRefused(
         f"{endpoint_name(settings)} answered HTTP {status} for model {settings.model!r}: "
@@ -102,9 +123,10 @@ def endpoint_refusal(settings: LLMSettings, status: int, server_message: str) ->
 
 
 class Breaker:
-    """Stops calls to an endpoint that keeps failing: ``failures`` consecutive connection
-    failures, timeouts or 5xx answers (across all threads), or failures without a success
-    for ``seconds``. Any success resets it; 429s (rate limits) neither count nor reset."""
+    """Stops calls to an endpoint that keeps failing: ``failures`` consecutive failures
+    (across all threads), or failures without a success for ``seconds``. Any success resets
+    it. The transport has two: connection failures, timeouts and 5xx (429s neither count nor
+    reset it), and malformed answers (``seconds`` infinite)."""
 
     def __init__(self, failures: int, seconds: float) -> None:
         self.failures, self.seconds = failures, seconds
@@ -181,10 +203,18 @@ class ChatAnswer(NamedTuple):
     usage_estimated: bool  # the server sent no usage: tokens estimated from characters
 
 
+class MalformedBody(NamedTuple):
+    """An HTTP 200 whose body is not a chat completion."""
+
+    reason: str  # invalid_body (not JSON), invalid_response (JSON, not a chat completion)
+    quote: str  # the body's first characters (``quoted``)
+
+
 @dataclass(frozen=True)
 class _Failure:
-    """One failed attempt, classified: give up now (``final``), step down the structured
-    output format (``fallback``), or retry; whether it counts for the circuit breaker."""
+    """One failed attempt (no 200), classified: give up now (``final``), step down the
+    structured output format (``fallback``), or retry; whether it counts for the circuit
+    breaker."""
 
     reason: str
     final: bool = False
@@ -197,8 +227,9 @@ class ChatTransport:
     """Chat completions over the ``openai`` package, one request at a time (thread safe).
 
     ``sleep(seconds)`` waits between attempts and returns True when the calls were stopped
-    meanwhile (the client passes its own, so that a test can replace it). Counters (retries,
-    format fallbacks, malformed bodies) go to ``accounting``."""
+    meanwhile (the client passes its own, so that a test can replace it). Every call is
+    charged to ``accounting`` before it is sent; counters (retries, format fallbacks) go
+    there too."""
 
     def __init__(
         self,
@@ -210,6 +241,7 @@ class ChatTransport:
         self.accounting = accounting
         self.stop = StopSwitch()
         self.breaker = Breaker(settings.breaker_failures, settings.breaker_seconds)
+        self.malformed_breaker = Breaker(settings.breaker_malformed, math.inf)
         self._sleep = sleep or self.stop.wait
         self._lock = threading.Lock()
         self._openai = None
@@ -256,17 +288,21 @@ class ChatTransport:
             delay = max(delay, ra + self._rng.uniform(0, 0.1 * ra + 0.05))
         return delay
 
-    def send(self, request: Request) -> ChatAnswer | str:
-        """The answer, or a failure reason. Stops every call (``stop``) when the endpoint
-        refuses or the breaker trips."""
+    def send(self, request: Request) -> ChatAnswer | MalformedBody | str:
+        """The answer (a chat completion, or a 200 that is not one), or a failure reason
+        (``budget_exhausted`` when the budget has no room for the next call). Every HTTP call
+        is charged to the budget before it is sent. Stops every call (``stop``) when the
+        endpoint refuses or the circuit breaker trips."""
         api = self._openai
         level = self._format_level if request.schema is not None else len(FORMATS) - 1
         attempt = 0
         while True:
             if self.stop.is_set():
                 return "stopped"
+            if not self.accounting.reserve_call():
+                return "budget_exhausted"
             outcome = self._attempt(api, request, level)
-            if isinstance(outcome, ChatAnswer):
+            if isinstance(outcome, ChatAnswer | MalformedBody):
                 return outcome
             if outcome.fallback:
                 level += 1
@@ -277,8 +313,6 @@ class ChatTransport:
             if outcome.counts_for_breaker and self.breaker.failure():
                 self.stop.stop(self._unreachable(reason))
                 return reason
-            if reason in ("invalid_body", "invalid_response"):
-                self.accounting.count_malformed(reason)
             if attempt >= self.settings.max_retries:
                 logger.warning("llm call failed after %d attempt(s): %s", attempt + 1, reason)
                 return reason
@@ -289,11 +323,34 @@ class ChatTransport:
                 return "stopped"
             attempt += 1
 
-    def _attempt(self, api: Any, request: Request, level: int) -> ChatAnswer | _Failure:
+    def malformed(self, reason: str, quote: str) -> bool:
+        """Count one unusable answer (``reason``; ``quote``: its first characters, from
+        ``quoted``) for the malformed-answer breaker; True when it has tripped (every call is
+        then stopped with ``EndpointMalformed``)."""
+        if not self.malformed_breaker.failure():
+            return False
+        s = self.settings
+        self.stop.stop(
+            EndpointMalformed(
+                f"{endpoint_name(s)} (model {s.model!r}) answers HTTP 200 with nothing "
+                f"usable: {self.malformed_breaker.streak} malformed answers in a row "
+                f"(llm.breaker_malformed={s.breaker_malformed}); the last ({reason}) was "
+                f"{quote}"
+            )
+        )
+        return True
+
+    def well_formed(self) -> None:
+        """A usable answer: the malformed-answer breaker starts counting again."""
+        self.malformed_breaker.success()
+
+    def _attempt(
+        self, api: Any, request: Request, level: int
+    ) -> ChatAnswer | MalformedBody | _Failure:
         import openai
 
         try:
-            completion = api.chat.completions.create(
+            raw = api.chat.completions.with_raw_response.create(
                 **request.body(self.settings.model, FORMATS[level])
             )
         except openai.APIStatusError as e:
@@ -302,12 +359,14 @@ class ChatTransport:
             return _Failure("timeout")
         except openai.APIConnectionError:
             return _Failure("connection")
+        try:
+            completion = raw.parse()
         except (openai.APIError, ValueError) as e:  # a 200 whose body is not JSON
-            logger.info("llm invalid body: %s", redact.redact(str(e))[:200])
-            return _Failure("invalid_body", counts_for_breaker=False)
-        answer = answer_of(completion)
+            logger.info("llm invalid body: %s", server_words(e))
+            return MalformedBody("invalid_body", quoted(raw.http_response.text))
+        answer = answer_of(completion)  # a body of another content type parses to a str
         if answer is None:
-            return _Failure("invalid_response", counts_for_breaker=False)
+            return MalformedBody("invalid_response", quoted(raw.http_response.text))
         self.breaker.success()
         if request.schema is not None and level > self._format_level:
             with self._lock:
