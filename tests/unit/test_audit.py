@@ -12,26 +12,24 @@ import pytest
 
 from tests.conftest import SHARED, needs_shared
 from vlcomp.audit import audit_job, audit_tables, reference_status
-from vlcomp.audit.checks import (
-    BINDING_RULES,
+from vlcomp.audit.bindsplit import (
     EXCLUSIONS,
     RULE_TEXT,
-    VariantInfo,
-    binding_familiarity_scores,
     bindsplit_items,
-    blind_table,
     bucket_table,
     composition_table,
-    describe_variant,
+    seen_share_table,
+)
+from vlcomp.audit.blind_checks import blind_table, order_blind_table
+from vlcomp.audit.familiarity import (
+    BINDING_RULES,
+    binding_familiarity_scores,
     familiarity_table,
     model_accuracy_table,
-    order_blind_table,
-    prepare_candidates,
-    seen_share_table,
-    unique_keys,
 )
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import share_text
+from vlcomp.audit.variants import VariantInfo, describe_variant, prepare_candidates, unique_keys
 from vlcomp.contracts import CANDIDATES_SCHEMA, GRAPH_SCHEMA, SCORES_SCHEMA
 from vlcomp.counts.counts import BINDINGS_SCHEMA, count_shard
 from vlcomp.evaluate.metrics import METRIC_SCHEMA

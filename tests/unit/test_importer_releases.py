@@ -260,7 +260,7 @@ def test_sugarcrepe_release_folder_names_give_the_variant(tmp_path):
 
 
 def test_sugarcrepe_release_folders_through_the_job_and_the_audit(tmp_path):
-    from vlcomp.audit.checks import releases
+    from vlcomp.audit.variants import releases
 
     release = FIXTURES / "sugarcrepe_release"
     summary, tables, _ = _run(tmp_path / "r", "sugarcrepe", {"files": [str(release / "data")]})

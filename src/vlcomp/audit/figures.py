@@ -1,7 +1,7 @@
 """Figures of a benchmark audit (PNG + PDF, written deterministically by ``save_figure``).
 
 Each title names the benchmark and the reference corpus; each panel names its variant by key
-and by what it is (``checks.VariantInfo``) and, for BindSplit, its rule as ``RULE_TEXT``
+and by what it is (``variants.VariantInfo``) and, for BindSplit, its rule as ``RULE_TEXT``
 writes it (STRICT = perfect only, LOOSE = perfect or close). Every plot returns the titles it
 drew (suptitle first, then the panels), so that they can be checked.
 """
@@ -14,9 +14,10 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vlcomp.audit.checks import COMPOSITION, MACRO, PAIRED, RULE_TEXT, VariantInfo, type_order
+from vlcomp.audit.bindsplit import COMPOSITION, PAIRED, RULE_TEXT
+from vlcomp.audit.variants import VariantInfo, type_order
 from vlcomp.figure_files import SPLIT_COLOURS, plt, save_figure
-from vlcomp.vocabulary import RULES
+from vlcomp.vocabulary import MACRO, RULES
 
 SCORER_COLOURS = ["#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860", "#da8bc3"]
 SIDE_COLOURS = {"positive": "#1b9e77", "negative": "#d95f02"}

@@ -10,19 +10,12 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.audit.checks import (
-    DEFAULT_MIN_REFERENCE_CAPTIONS,
-    AuditTables,
-    VariantInfo,
-    audit_tables,
-    describe_variant,
-    model_accuracy_table,
-    prepare_candidates,
-    reference_status,
-    unique_keys,
-)
+from vlcomp.audit.bindsplit import DEFAULT_MIN_REFERENCE_CAPTIONS, reference_status
+from vlcomp.audit.checks import AuditTables, audit_tables
+from vlcomp.audit.familiarity import model_accuracy_table
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import audit_blocks, render_html, render_markdown
+from vlcomp.audit.variants import VariantInfo, describe_variant, prepare_candidates, unique_keys
 from vlcomp.contracts import GRAPH_SCHEMA, NOTE_KEY, SCORES_SCHEMA, conform
 from vlcomp.counts.counts import read_counts, read_totals
 from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
@@ -134,7 +127,7 @@ def audit_job(
 
     ``candidates``: the benchmark's candidates (``CANDIDATES_SCHEMA``), optionally with
     ``refined_candidates`` (a refined subset): the audit's variants, each named for what it
-    is (``checks.describe_variant``): a published set by its release (``published_refined``:
+    is (``variants.describe_variant``): a published set by its release (``published_refined``:
     "as published (refined by its authors)", ``published_unrefined``, ``published``), our
     generated set as ``generated``, and a refined subset whose metadata names the refine
     stage's two scorers as ``re-refined`` ("re-refined here with <scorers> trained on

@@ -183,7 +183,7 @@ def _variant_frame(tables: Any, counts: dict[str, tuple[int, int]]) -> pl.DataFr
 
 
 def _how_to_read(tables: Any, ref: str, ties_text: str) -> list[str]:
-    from vlcomp.audit.checks import RULE_TEXT
+    from vlcomp.audit.bindsplit import RULE_TEXT
 
     items = [
         "**What is compared.** The candidate sets listed under *Variants* (each named by a key "
@@ -218,7 +218,7 @@ def _how_to_read(tables: Any, ref: str, ties_text: str) -> list[str]:
 
 
 def _definitions(ref: str, min_count: int) -> list[str]:
-    from vlcomp.audit.checks import EXCLUSIONS, PAIRED, RULE_TEXT
+    from vlcomp.audit.bindsplit import EXCLUSIONS, PAIRED, RULE_TEXT
     from vlcomp.vocabulary import BUCKETS
 
     times = "one caption" if min_count == 1 else f"{min_count} captions"
@@ -252,7 +252,8 @@ def _definitions(ref: str, min_count: int) -> list[str]:
 
 
 def _headline(tables: Any, variant: str) -> str:
-    from vlcomp.audit.checks import ALL, PAIRED, RULE_TEXT
+    from vlcomp.audit.bindsplit import PAIRED, RULE_TEXT
+    from vlcomp.vocabulary import ALL
 
     info = tables.variants[variant]
     ob = tables.order_blind.filter((pl.col("variant") == variant) & (pl.col("type") == ALL))
@@ -289,7 +290,7 @@ def _headline(tables: Any, variant: str) -> str:
 
 
 def _blind_blocks(tables: Any, ties_text: str) -> list[Block]:
-    from vlcomp.audit.checks import ALL
+    from vlcomp.vocabulary import ALL
 
     blocks: list[Block] = [
         (
@@ -343,7 +344,7 @@ def _order_blind_table(ob: pl.DataFrame) -> pl.DataFrame:
 
 
 def _seen_table(seen: pl.DataFrame) -> pl.DataFrame:
-    from vlcomp.audit.checks import EXCLUSIONS, PAIRED, RULE_TEXT
+    from vlcomp.audit.bindsplit import EXCLUSIONS, PAIRED, RULE_TEXT
 
     return seen.select(
         "variant",
@@ -370,7 +371,7 @@ def _share_wide(
 
 
 def _bindsplit_blocks(tables: Any, benchmark: str, figures: dict[str, Path]) -> list[Block]:
-    from vlcomp.audit.checks import PAIRED, RULE_TEXT
+    from vlcomp.audit.bindsplit import PAIRED, RULE_TEXT
 
     ref = tables.reference
     blocks: list[Block] = [
@@ -443,7 +444,7 @@ def _bindsplit_blocks(tables: Any, benchmark: str, figures: dict[str, Path]) -> 
 
 
 def _familiarity_blocks(tables: Any, ties_text: str) -> list[Block]:
-    from vlcomp.audit.checks import MACRO
+    from vlcomp.vocabulary import MACRO
 
     ref = tables.reference
     blocks: list[Block] = [

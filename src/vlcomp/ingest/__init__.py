@@ -28,7 +28,8 @@ from .job import (
     shard_of,
 )
 from .jsonstream import CorruptInputError, iter_json_array
-from .readers import FORMATS, Candidate, IngestOptionsError, Rejected
+from .reader_types import Candidate, IngestOptionsError, Rejected
+from .readers import FORMATS
 from .rules import CaptionRules, RulesError, screen
 from .vg import RegionFilters, eval_items_from_vg, iter_eval_items
 

@@ -29,21 +29,11 @@ from typing import Any, NamedTuple
 
 from vlcomp.contracts import CAPTIONS_SCHEMA, REJECTED_SCHEMA
 
-from .readers import (
-    FILTERED,
-    FORMATS,
-    Candidate,
-    IngestOptionsError,
-    Item,
-    Rejected,
-    Shared,
-    expand_inputs,
-    file_key,
-    format_options,
-    load_subset_ids,
-)
+from .reader_types import FILTERED, Candidate, IngestOptionsError, Item, Rejected, Shared
+from .readers import FORMATS, expand_inputs, file_key, format_options
 from .rules import CaptionRules, screen, truncate
 from .tables import open_tables
+from .yfcc import load_subset_ids
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,8 @@ from typing import Any
 from vlcomp.io import atomic_path
 
 from .job import IngestOptions, IngestSummary
-from .readers import IngestOptionsError, expand_inputs, file_key, own_ids
+from .reader_types import IngestOptionsError
+from .readers import expand_inputs, file_key, own_ids
 
 log = logging.getLogger(__name__)
 

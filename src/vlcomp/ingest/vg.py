@@ -57,8 +57,9 @@ from typing import Any
 from vlcomp.contracts import EVAL_ITEMS_SCHEMA, REJECTED_SCHEMA
 from vlcomp.text.canon import GraphCanon
 
+from .json_formats import REGION_BOX_KEYS, parse_box
 from .jsonstream import iter_json_array
-from .readers import REGION_BOX_KEYS, Rejected, SeenIds, parse_box
+from .reader_types import Rejected, SeenIds
 from .rules import REASONS as SCREEN_REASONS
 from .rules import CaptionRules, RulesError, screen, truncate
 from .tables import open_tables

@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from vlcomp.ingest.readers import parse_box
+from vlcomp.ingest.json_formats import parse_box
 from vlcomp.ingest.visual_genome import endpoint, object_id, object_name
 from vlcomp.text import normalise_or_none
 

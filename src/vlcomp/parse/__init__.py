@@ -17,7 +17,7 @@ from .backends import (
     make_backend,
     ud_to_tokens,
 )
-from .extract import EMPTY_GRAPH, ExtractOptions, SceneGraph, extract_graph
+from .extract import extract_graph
 from .jobs import parse_captions
 from .lexicon import DEFAULT_STOP_OBJECTS
 from .parser import RULES_VERSION, CaptionParser, make_options
@@ -27,6 +27,7 @@ from .predicates import (
     resolve_predicate_map,
 )
 from .quality import parser_quality
+from .scene_graph import EMPTY_GRAPH, ExtractOptions, SceneGraph
 from .tokens import Tokens
 
 __all__ = [

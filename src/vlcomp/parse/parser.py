@@ -13,8 +13,9 @@ from vlcomp.text.canon import GraphCanon
 from vlcomp.text.lemma import DEFAULT_SPACY_MODEL, load_lemmatizer
 
 from .backends import Backend, make_backend
-from .extract import ExtractOptions, SceneGraph, extract_graph
+from .extract import extract_graph
 from .predicates import PredicateMap, resolve_predicate_map
+from .scene_graph import ExtractOptions, SceneGraph
 from .tokens import Tokens
 
 # Bump when the extraction rules change what they produce for the same parse: the parse

@@ -35,9 +35,9 @@ from vlcomp.text import normalise
 from vlcomp.text.lemma import Lemmatizer
 
 from .backends import DEFAULT_SPACY_MODEL
-from .extract import SceneGraph
 from .parser import CaptionParser, make_options
 from .predicates import PredicateMap, resolve_predicate_map
+from .scene_graph import SceneGraph
 
 ELEMENTS = ("object", "attribute", "attribute_pair", "relation", "triplet")
 MATCHES = ("exact", "head")
