@@ -11,6 +11,7 @@ from vlcomp.text import (
     normalise,
     normalise_or_none,
     plural,
+    settled_indefinite_article,
     straight_apostrophes,
     word_spans,
     words,
@@ -113,6 +114,30 @@ def test_plural(noun: str, expected: str) -> None:
         ("usual", "a"),
         ("umbrella", "an"),
         ("honest", "an"),
+        # read letter by letter: a single letter or two or three capitals
+        ("X-ray", "an"),
+        ("FBI", "an"),
+        ("SUVs", "an"),
+        ("U-turn", "a"),
+        ("TV", "a"),
+        ("x", "an"),
+        # a numeral by its first spoken word
+        ("8", "an"),
+        ("80-year-old", "an"),
+        ("11", "an"),
+        ("18th", "an"),
+        ("18,000", "an"),
+        ("110", "a"),
+        ("1", "a"),
+        ("100", "a"),
+        # the spelling leaves the sound open: hundreds for a number, else by spelling
+        ("1800s", "an"),
+        ("1100", "an"),
+        ("NASA", "a"),
+        ("UNICEF", "a"),
+        ("OLED", "an"),
+        ("herb", "a"),
+        ("historic", "a"),
     ],
 )
 def test_indefinite_article(word: str, article: str) -> None:
@@ -123,6 +148,28 @@ def test_indefinite_article_takes_the_case_of_like() -> None:
     assert indefinite_article("apple", like="A") == "An"
     assert indefinite_article("dog", like="An") == "A"
     assert indefinite_article("Apple", like="a") == "an"
+    assert indefinite_article("FBI", like="A") == "An"
+
+
+@pytest.mark.parametrize(
+    ("word", "article"),
+    [
+        ("hour", "an"),
+        ("uniform", "a"),
+        ("FBI", "an"),
+        ("U-turn", "a"),
+        ("8", "an"),
+        ("100", "a"),
+        ("NASA", None),
+        ("HDMI", None),
+        ("1800s", None),
+        ("1100", None),
+        ("herb", None),
+        ("Historical", None),
+    ],
+)
+def test_settled_indefinite_article_leaves_open_sounds_open(word: str, article: str | None) -> None:
+    assert settled_indefinite_article(word) == article
 
 
 # ------------------------------------------------------------------- noun lemmas (gold)

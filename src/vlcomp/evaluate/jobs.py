@@ -30,6 +30,7 @@ from vlcomp.evaluate.metrics import (
     add_flag_counts,
     recall_table,
     set_flags,
+    with_score_kind,
 )
 from vlcomp.evaluate.retrieval_sets import (
     SET_PREDICTIONS_SCHEMA,
@@ -101,7 +102,7 @@ def published_macro_rows(
                 metric="metric", value="value", n="n", tie_policy=pl.lit(TIE_POLICY),
                 complexity=pl.lit(None, pl.Int64), ci_low=pl.lit(None, pl.Float64),
                 ci_high=pl.lit(None, pl.Float64), n_indistinguishable=pl.lit(None, pl.Int64),
-                n_tied=pl.lit(None, pl.Int64),
+                n_tied=pl.lit(None, pl.Int64), score_kind=pl.lit(None, pl.String),
             ).cast(METRIC_SCHEMA)
         )  # fmt: skip
     return pl.concat(rows)
@@ -213,8 +214,11 @@ def evaluate_benchmark_job(
     metrics = pl.concat(
         [metrics, published_macro_rows(stacked, [(p[1], p[2]) for p in usable_parts])]
     )
+    score_kind = scorer_of(loaded).score_kind
+    metrics = with_score_kind(metrics, model_key, score_kind)
     meta = {
         **model_metadata(model_key, loaded),
+        "score_kind": score_kind,
         **eval_settings.metadata(),
         "parts": ",".join(str(p.get("label")) for p in parts),
         "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
@@ -354,7 +358,8 @@ def retrieval_job(
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
     )
-    ranks, unreadable = scorer_of(loaded).retrieval_ranks(
+    scorer = scorer_of(loaded)
+    ranks, unreadable = scorer.retrieval_ranks(
         model_key, benchmark, items, usable, int(settings["batch_size"]), image_cache,
         text_cache, progress_bar, log,
     )  # fmt: skip
@@ -362,8 +367,14 @@ def retrieval_job(
     for item_id, image in bad.select("item_id", "image_id").iter_rows():
         excluded.append((None, item_id, image, UNREADABLE, unreadable[image]))
     _stop_if_nothing_left(excluded, total, image_index, log)
-    table = recall_table(ranks, eval_settings)
-    meta = {**model_metadata(model_key, loaded), **eval_settings.metadata()}
+    table = with_score_kind(
+        recall_table(ranks, eval_settings), model_key, scorer.retrieval_score_kind
+    )
+    meta = {
+        **model_metadata(model_key, loaded),
+        "score_kind": scorer.retrieval_score_kind,
+        **eval_settings.metadata(),
+    }
     write_evaluation(ranks, table, excluded, meta, ranks_out, metrics_out, excluded_out, total, log)
     log_summary(table, log)
 
@@ -460,9 +471,11 @@ def evaluate_two_image_job(
         keep = _usable_pairs(pairs, failures)
         table, similarity = table.filter(keep), similarity[keep.to_numpy()]
     predictions = kind.predictions(model_key, table, similarity)
-    metrics = kind.metric_table(predictions, eval_settings)
+    score_kind = scorer_of(loaded).score_kind
+    metrics = with_score_kind(kind.metric_table(predictions, eval_settings), model_key, score_kind)
     meta = {
         **model_metadata(model_key, loaded),
+        "score_kind": score_kind,
         **eval_settings.metadata(),
         "chance": ", ".join(f"{k} {v:.6f}" for k, v in kind.chance.items()),
     }
@@ -563,9 +576,13 @@ def evaluate_sugarcrepe_pp_job(
         triples = triples.filter(~failed)
         image_sims, text_sims = image_sims[keep], text_sims[keep]
     predictions = sugarcrepe_pp_predictions(model_key, triples, image_sims, text_sims)
-    metrics = sugarcrepe_pp_metric_table(predictions, eval_settings)
+    score_kind = scorer_of(loaded).score_kind
+    metrics = with_score_kind(
+        sugarcrepe_pp_metric_table(predictions, eval_settings), model_key, score_kind
+    )
     meta = {
         **model_metadata(model_key, loaded),
+        "score_kind": score_kind,
         **eval_settings.metadata(),
         "chance": ", ".join(f"{k} {v:.6f}" for k, v in SUGARCREPE_PP_CHANCE.items()),
     }

@@ -21,6 +21,14 @@ does tell apart gets exactly the best positive's similarity. Both count as wrong
 policy); ``set_flags`` marks them per item and ``add_flag_counts`` counts them per metric
 cell (``n_indistinguishable``, ``n_tied``; null for chance rows and for evaluations that do
 not count them).
+
+What a model's scores are (``score_kind``, one of ``SCORE_KINDS``): every metric here is
+computed from ranks, but the ranking score differs by model: the cosine of image and text
+embeddings (dual encoders), a matching head's ITM log-odds, BLIP's retrieval rerank score
+(ITM match logit + ITC cosine) or a log-probability (VQAScore). The evaluation job sets it
+on its model's rows (``with_score_kind``, from ``scoring.Scorer.score_kind``); a metric whose
+scores are the same kind for every model keeps its own (SugarCrepe++'s text-only accuracy:
+cosine). Chance rows and ground-truth oracles have none (null).
 """
 
 from __future__ import annotations
@@ -35,6 +43,13 @@ import numpy as np
 import polars as pl
 
 from vlcomp.vocabulary import ALL, CHANCE, TIE_POLICY, negative_type
+
+# What a model's metric values are computed from (``score_kind``).
+COSINE = "cosine"  # of normalised image and text embeddings (or of two text embeddings)
+ITM_LOG_ODDS = "itm_log_odds"  # a matching head's logit(match) - logit(no match)
+ITM_LOGIT_PLUS_COSINE = "itm_logit_plus_cosine"  # BLIP's retrieval rerank score
+LOG_PROBABILITY = "log_probability"  # log P(answer | image, question): VQAScore
+SCORE_KINDS: tuple[str, ...] = (COSINE, ITM_LOG_ODDS, ITM_LOGIT_PLUS_COSINE, LOG_PROBABILITY)
 
 METRIC_SCHEMA: dict[str, pl.DataType] = {
     "model": pl.String,  # "chance": expectation under a random ranking
@@ -54,8 +69,10 @@ METRIC_SCHEMA: dict[str, pl.DataType] = {
     # evaluations other than retrieval sets and pairs)
     "n_indistinguishable": pl.Int64,
     "n_tied": pl.Int64,
+    "score_kind": pl.String,  # SCORE_KINDS; null: chance rows, oracles
 }
 FLAG_COUNT_COLUMNS = ("n_indistinguishable", "n_tied")
+SCORE_KIND = "score_kind"
 # The metric cell of a METRIC_SCHEMA row (with ``metric``, one row).
 CELL_KEYS = ("model", "benchmark", "part", "split", "family", "complexity")
 
@@ -246,13 +263,37 @@ def metric_rows(
 
 def metric_frame(rows: Sequence[tuple]) -> pl.DataFrame:
     """``METRIC_SCHEMA`` frame from ``metric_rows`` tuples (NaN bounds become null; the flag
-    counts null, see ``add_flag_counts``)."""
-    base = {c: t for c, t in METRIC_SCHEMA.items() if c not in FLAG_COUNT_COLUMNS}
+    counts null, see ``add_flag_counts``; the score kind null, see ``with_score_kind``)."""
+    added = (*FLAG_COUNT_COLUMNS, SCORE_KIND)
+    base = {c: t for c, t in METRIC_SCHEMA.items() if c not in added}
     table = pl.DataFrame(list(rows), schema=base, orient="row")
     return (
         table.with_columns(pl.col("ci_low", "ci_high").fill_nan(None))
-        .with_columns(pl.lit(None, METRIC_SCHEMA[c]).alias(c) for c in FLAG_COUNT_COLUMNS)
+        .with_columns(pl.lit(None, METRIC_SCHEMA[c]).alias(c) for c in added)
+        .select(list(METRIC_SCHEMA))
         .unique(maintain_order=True)
+    )
+
+
+def with_score_kind(metrics: pl.DataFrame, model: str, score_kind: str) -> pl.DataFrame:
+    """``metrics`` with ``score_kind`` on the rows of ``model`` that have none (a metric
+    that sets its own keeps it; chance rows and other models' rows are left as they are).
+    ``ValueError`` for a kind not in ``SCORE_KINDS`` or a table whose rows are all of other
+    models."""
+    if score_kind not in SCORE_KINDS:
+        raise ValueError(f"score kind {score_kind!r} of {model}: not one of {list(SCORE_KINDS)}")
+    if model == CHANCE:
+        raise ValueError(f"chance rows have no score kind (asked for {score_kind!r})")
+    if metrics.height and not (metrics["model"] == model).any():
+        models = sorted(set(metrics["model"].to_list()))
+        raise ValueError(f"no metric row of model {model!r} (the table has {models})")
+    if SCORE_KIND not in metrics.columns:
+        metrics = metrics.with_columns(pl.lit(None, pl.String).alias(SCORE_KIND))
+    return metrics.with_columns(
+        pl.when(pl.col("model") == model)
+        .then(pl.col(SCORE_KIND).fill_null(score_kind))
+        .otherwise(pl.col(SCORE_KIND))
+        .alias(SCORE_KIND)
     )
 
 

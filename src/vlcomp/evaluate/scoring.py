@@ -14,9 +14,12 @@ texts compared with each other) and image<->text retrieval over a whole gallery.
   pair is scored by the model, cached per pair (``joint_scoring``); retrieval ranks by the
   model's embeddings and reranks each query's best by the pair score, or scores every pair.
 
-``score_name`` says what a score is (cosine, ITM log-odds, log-probability); text-only
-similarity (SugarCrepe++'s TOT) is the cosine of two text embeddings, which a scorer
-without text embeddings (VQAScore) does not have (``has_text_similarity``).
+``score_name`` says what a score is (cosine, ITM log-odds, log-probability) and
+``score_kind`` which of ``metrics.SCORE_KINDS`` that is, the ``score_kind`` of the model's
+metric rows (``retrieval_score_kind`` for image<->text retrieval, which a pair scorer may
+rerank by another score: BLIP's ITM match logit + ITC cosine). Text-only similarity
+(SugarCrepe++'s TOT) is the cosine of two text embeddings, which a scorer without text
+embeddings (VQAScore) does not have (``has_text_similarity``).
 """
 
 from __future__ import annotations
@@ -36,13 +39,42 @@ from vlcomp.evaluate.embed import (
     embed_texts,
 )
 from vlcomp.evaluate.joint_scoring import pair_cache, retrieval_ranks, score_grid, score_pairs
-from vlcomp.evaluate.metrics import RANKS_SCHEMA, ranks_frame
+from vlcomp.evaluate.metrics import (
+    COSINE,
+    ITM_LOG_ODDS,
+    ITM_LOGIT_PLUS_COSINE,
+    LOG_PROBABILITY,
+    RANKS_SCHEMA,
+    ranks_frame,
+)
 from vlcomp.evaluate.metrics import retrieval_ranks as embedding_retrieval_ranks
 from vlcomp.models.joint import PairScorer
 from vlcomp.models.parts import LoadedModel
 
 Log = Callable[[str], None]
 Progress = Callable[[str], Callable[[int, int], None] | None]  # label -> (done, total) or None
+
+# The score kind (metrics.SCORE_KINDS) of each score a scorer names (``Scorer.score_name``,
+# ``models.joint.PairScorer.score_name``).
+SCORE_KIND_OF: dict[str, str] = {
+    "cosine": COSINE,
+    "itm_log_odds": ITM_LOG_ODDS,
+    "itm_match_logit_plus_itc_cosine": ITM_LOGIT_PLUS_COSINE,
+    "vqascore_mean_log_probability": LOG_PROBABILITY,
+    "vqascore_log_probability": LOG_PROBABILITY,
+}
+
+
+def score_kind_of(score_name: str) -> str:
+    """The ``metrics.SCORE_KINDS`` entry of a score name; ``ValueError`` for a score no kind
+    is known for (a new pair scorer must say what its numbers are: add it to
+    ``SCORE_KIND_OF``)."""
+    if score_name not in SCORE_KIND_OF:
+        raise ValueError(
+            f"score {score_name!r} has no score kind: add it to scoring.SCORE_KIND_OF "
+            f"(known: {sorted(SCORE_KIND_OF)})"
+        )
+    return SCORE_KIND_OF[score_name]
 
 
 class Scorer(ABC):
@@ -58,6 +90,17 @@ class Scorer(ABC):
     @abstractmethod
     def score_name(self) -> str:
         """What a score is: ``cosine``, ``itm_log_odds``, ``vqascore_log_probability``."""
+
+    @property
+    def score_kind(self) -> str:
+        """What the scores of ``score_sets``, ``score_image_pairs`` and ``score_triples``
+        (image side) are, as ``metrics.SCORE_KINDS`` names it."""
+        return score_kind_of(self.score_name)
+
+    @property
+    @abstractmethod
+    def retrieval_score_kind(self) -> str:
+        """What ``retrieval_ranks`` ranks by in the end, as ``metrics.SCORE_KINDS`` names it."""
 
     @property
     @abstractmethod
@@ -173,6 +216,10 @@ class EmbeddingScorer(Scorer):
     @property
     def score_name(self) -> str:
         return "cosine"
+
+    @property
+    def retrieval_score_kind(self) -> str:
+        return self.score_kind
 
     @property
     def has_text_similarity(self) -> bool:
@@ -339,6 +386,10 @@ class JointScorer(Scorer):
         return self.model.score_name
 
     @property
+    def retrieval_score_kind(self) -> str:
+        return score_kind_of(self.model.retrieval_scorer().score_name)
+
+    @property
     def has_text_similarity(self) -> bool:
         return self.model.has_embeddings
 
@@ -424,10 +475,11 @@ class JointScorer(Scorer):
             np.array([code[i] for i in items["image_id"]]), batch_size, image_cache, text_cache,
             progress, failed,
         )  # fmt: skip
+        rerank_score = self.model.retrieval_scorer().score_name
         how = (
-            f"ITC ranking, top {self.model.rerank_top_k} reranked by {self.score_name}"
+            f"ITC ranking, top {self.model.rerank_top_k} reranked by {rerank_score}"
             if self.model.has_embeddings
-            else f"every pair scored ({self.score_name})"
+            else f"every pair scored ({rerank_score})"
         )
         log(
             f"{how}: {counts['pair']} pair passes, {counts['vision']} image and "

@@ -4,7 +4,8 @@ every other evaluation (``vlcomp.evaluate.metrics``).
 
 **Two-image items** (``contracts.TWO_IMAGE_SCHEMA``; Winoground, BiVLC, VisMin): captions
 c0, c1 and images I0, I1, where c0 describes I0 and c1 describes I1. From the 2x2 matrix of
-cosine similarities s(c_i, I_j) (Thrush et al., 2022):
+the model's scores s(c_i, I_j) (Thrush et al., 2022; a cosine similarity for dual encoders,
+the pair score of a model that scores pairs: ``metrics.SCORE_KINDS``):
 
 - text score:  s(c0, I0) > s(c1, I0) and s(c1, I1) > s(c0, I1)  (each image picks its caption)
 - image score: s(c0, I0) > s(c0, I1) and s(c1, I1) > s(c1, I0)  (each caption picks its image)
@@ -43,6 +44,8 @@ import polars as pl
 from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA
 from vlcomp.evaluate.embed import Box, EmbeddingCache, text_key
 from vlcomp.evaluate.metrics import (
+    COSINE,
+    SCORE_KIND,
     EvalSettings,
     metric_frame,
     metric_rows,
@@ -50,7 +53,7 @@ from vlcomp.evaluate.metrics import (
 )
 from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.models.parts import LoadedModel
-from vlcomp.vocabulary import ALL, UNLABELLED, negative_type
+from vlcomp.vocabulary import ALL, CHANCE, UNLABELLED, negative_type
 
 Log = Callable[[str], None]
 Progress = Callable[[str], Callable[[int, int], None] | None]
@@ -85,7 +88,7 @@ TWO_IMAGE_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "split": pl.String,  # "all"
     "image_0": pl.String,  # the eval set's image ids
     "image_1": pl.String,
-    "sim_c0_i0": pl.Float64,  # cosine similarity of caption_0 and image_0, ...
+    "sim_c0_i0": pl.Float64,  # the model's score of caption_0 and image_0, ...
     "sim_c0_i1": pl.Float64,
     "sim_c1_i0": pl.Float64,
     "sim_c1_i1": pl.Float64,
@@ -124,7 +127,7 @@ IMAGE_SELECTION_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "split": pl.String,  # "all"
     "image_0": pl.String,  # the positive image (eval set's id)
     "image_1": pl.String,  # the negative image
-    "sim_pos": pl.Float64,  # cosine similarity of the caption and image_0
+    "sim_pos": pl.Float64,  # the model's score of the caption and image_0
     "sim_neg": pl.Float64,  # ... and image_1
     "correct": pl.Boolean,
 }
@@ -469,8 +472,15 @@ def two_image_metric_table(predictions: pl.DataFrame, settings: EvalSettings) ->
 
 
 def sugarcrepe_pp_metric_table(predictions: pl.DataFrame, settings: EvalSettings) -> pl.DataFrame:
-    """itt_accuracy, tot_accuracy (``SUGARCREPE_PP_PREDICTIONS_SCHEMA`` in)."""
-    return score_metric_table(predictions, SUGARCREPE_PP_METRICS, SUGARCREPE_PP_CHANCE, settings)
+    """itt_accuracy, tot_accuracy (``SUGARCREPE_PP_PREDICTIONS_SCHEMA`` in). The models'
+    tot_accuracy rows have score kind cosine (of two text embeddings, whatever the model
+    scores image-text pairs by); the itt_accuracy rows get the model's own
+    (``metrics.with_score_kind``)."""
+    table = score_metric_table(predictions, SUGARCREPE_PP_METRICS, SUGARCREPE_PP_CHANCE, settings)
+    text_only = (pl.col("model") != CHANCE) & pl.col("metric").str.starts_with("tot_accuracy")
+    return table.with_columns(
+        pl.when(text_only).then(pl.lit(COSINE)).otherwise(pl.col(SCORE_KIND)).alias(SCORE_KIND)
+    )
 
 
 def image_selection_metric_table(predictions: pl.DataFrame, settings: EvalSettings) -> pl.DataFrame:

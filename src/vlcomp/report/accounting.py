@@ -1,10 +1,13 @@
-"""What became of each benchmark's items, for the metrics summary.
+"""What became of each benchmark's items, for the metrics summary, and how to read it.
 
 Per benchmark: the items it holds (per part, e.g. once per training corpus of a
 systematicity benchmark), those excluded from every metric because their image is unusable
 (by image status: missing, unreadable; pooled over the evaluated models), and the records
 of its source files that were rejected before they became items (per reason, from the
 benchmark's or its eval set's rejected tables, ``contracts.REJECTED_SCHEMA``).
+
+What each model's values are computed from (the metric tables' ``score_kind``:
+``score_kinds_text``), for the summary and the figures.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import polars as pl
 
 from vlcomp.contracts import ITEMS_KEY
 from vlcomp.io import read_parquet_metadata
+from vlcomp.vocabulary import CHANCE
 
 # The image statuses of ``evaluate.embed`` (not imported: it loads torch).
 IMAGE_STATUSES: tuple[str, ...] = ("missing", "unreadable")
@@ -180,6 +184,65 @@ def eval_set_markdown(benchmarks: Mapping[str, Mapping[str, Any]]) -> list[str]:
 
 # ------------------------------------------------------------------ legend and provenance
 
+# The metric tables' score kinds (``evaluate.metrics.SCORE_KINDS``, not imported: the report
+# reads tables), each with its short name in figures and what it is.
+SCORE_KIND_TEXT: dict[str, tuple[str, str]] = {
+    "cosine": (
+        "cosine",
+        "the cosine of the image and text embeddings (dual encoders: open_clip, transformers "
+        "dual_encoder; SugarCrepe++'s text-only accuracy, for every model: the cosine of two "
+        "text embeddings)",
+    ),
+    "itm_log_odds": (
+        "ITM log-odds",
+        "logit(match) - logit(no match) of an image-text matching head (BLIP ITM, matching_head)",
+    ),
+    "itm_logit_plus_cosine": (
+        "ITM logit + ITC cosine",
+        "the ITM match logit plus the ITC cosine, by which BLIP's retrieval evaluation reranks "
+        "the top of an ITC-cosine ranking (matching_head, salesforce definition; retrieval only)",
+    ),
+    "log_probability": (
+        "log-probability",
+        "log P(answer | image, question about the text) of a generative model (VQAScore, vqascore)",
+    ),
+}
+NO_SCORE_KIND = "no score kind"
+
+
+def score_kinds_text(table: pl.DataFrame, source: str | Path = "metric table") -> str:
+    """What the models' values in a metric table are computed from, one clause per score
+    kind naming its models ("Scores: cosine: m1, m2; ITM log-odds: blip."); a model whose
+    rows have several kinds (SugarCrepe++: ITT and TOT) is named with the metrics of each.
+    Models whose rows have none (ground-truth oracles; tables written before the kind was
+    recorded) close the line as "no score kind"; "" when no row has a kind. ``ValueError``
+    naming ``source`` for a kind not in ``SCORE_KIND_TEXT``."""
+    if "score_kind" not in table.columns:
+        return ""
+    rows = table.filter(pl.col("model") != CHANCE)
+    if rows["score_kind"].is_null().all():
+        return ""
+    unknown = sorted(set(rows["score_kind"].drop_nulls().to_list()) - set(SCORE_KIND_TEXT))
+    if unknown:
+        raise ValueError(
+            f"{source}: unknown score kind(s) {unknown} in column score_kind; known: "
+            f"{sorted(SCORE_KIND_TEXT)}"
+        )
+    per_model = rows.group_by("model", "score_kind").agg(pl.col("metric").unique().sort())
+    kinds_of = dict(per_model.group_by("model").agg(pl.col("score_kind").n_unique()).iter_rows())
+    clauses = []
+    for kind in [*SCORE_KIND_TEXT, None]:
+        models = per_model.filter(pl.col("score_kind").eq_missing(kind)).sort("model")
+        named = [
+            model if kinds_of[model] == 1 else f"{model} ({', '.join(metrics)})"
+            for model, _, metrics in models.iter_rows()
+        ]
+        if named:
+            label = SCORE_KIND_TEXT[kind][0] if kind is not None else NO_SCORE_KIND
+            clauses.append(f"{label}: {', '.join(named)}")
+    return "Scores: " + "; ".join(clauses) + "."
+
+
 # What the evaluation's ``split_columns`` metadata names, in the summary's words.
 SPLIT_RULES = {
     "crepe_split": "CREPE SC / UC / UA",
@@ -207,6 +270,15 @@ def legend_markdown() -> list[str]:
         "benchmark's provenance line). **n**: the items the value is computed over, after "
         "those excluded for an unusable image. **chance**: the expectation of a random "
         "ranking of the same candidates.",
+        "- **Scores**: every value is computed from ranks, but what a model ranks by differs "
+        "(each benchmark's *Scores* line; the tables' `score_kind` column): "
+        + "; ".join(
+            f"**{label}** (`{kind}`), {meaning}"
+            for kind, (label, meaning) in SCORE_KIND_TEXT.items()
+        )
+        + ". Scores of different kinds are on different scales: compare the models' values "
+        "here, never their raw scores. Chance rows and ground-truth oracles have no score "
+        "kind.",
         "- **part**: the training corpus a systematicity benchmark's items and splits were "
         "built against; every model is scored on every part, and a model's own corpus's part "
         "is the one that says what it saw in training.",

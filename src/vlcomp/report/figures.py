@@ -5,9 +5,10 @@ extra columns such as ``training_corpus`` of the held-in / held-out tables are a
 - ``plot_pair_accuracy``: accuracy per negative type (``family``) per model, one bar per
   split when there are several, bootstrap CIs as error bars, chance as black ticks;
 - ``plot_retrieval``: image->text and text->image Recall@K per model and split.
-Each title names the benchmark(s), model(s) and split(s) shown; panels, labels and legends
-follow ``vlcomp.report.plots``' conventions (value and n on every bar, "no items" apart
-from zero).
+Each title names the benchmark(s), model(s) and split(s) shown, and a note under the figure
+what each model's values are computed from (``accounting.score_kinds_text``); panels,
+labels and legends follow ``vlcomp.report.plots``' conventions (value and n on every bar,
+"no items" apart from zero).
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ import polars as pl
 from matplotlib.lines import Line2D
 
 from vlcomp.figure_files import SPLIT_COLOURS, plt, save_figure
+from vlcomp.report.accounting import score_kinds_text
 from vlcomp.report.plots import (
     MAX_COLUMNS,
     MAX_WIDTH_IN,
     bar_legend,
     chance_tick,
     fit_value_labels,
+    footnote,
     fraction_axis,
     panel_grid,
     suptitle,
@@ -138,6 +141,9 @@ def _bar_figure(
                chance=table.filter(pl.col("model") == CHANCE).height > 0,
                missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
     suptitle(fig, _title(table, what, splits))
+    scores = score_kinds_text(table)
+    if scores:
+        footnote(fig, scores)
     fit_value_labels(fig)
     return fig
 

@@ -9,8 +9,9 @@
   (seen / mixed / unseen), one panel per benchmark.
 
 Items without a split (no binding, no compound, not in the splits table) are counted under
-the figure; a panel with no split at all says why on its axes. Grids, value and n labels,
-"no items" cells and legends follow ``vlcomp.report.plots``.
+the figure, and so is what each model's values are computed from (its score kind,
+``accounting.score_kinds_text``); a panel with no split at all says why on its axes. Grids,
+value and n labels, "no items" cells and legends follow ``vlcomp.report.plots``.
 
 Each writes PNG and PDF deterministically (``vlcomp.report.figures.save_figure``).
 """
@@ -31,6 +32,7 @@ from vlcomp.report.accounting import (
     items_markdown,
     legend_markdown,
     provenance_line,
+    score_kinds_text,
 )
 from vlcomp.report.all_benchmarks import overview_markdown, overview_table
 from vlcomp.report.attacks import attacks_markdown, best_attack_table
@@ -115,16 +117,18 @@ def unsplit_text(counts: dict[str, int]) -> str:
     return "; ".join(f"{n} items {UNSPLIT[split]} ({split})" for split, n in counts.items() if n)
 
 
-def _footnote(fig: plt.Figure, table: pl.DataFrame) -> None:
+def _footnote(fig: plt.Figure, table: pl.DataFrame, source: str | Path) -> None:
     """Under the figure: the items no bar shows because they have no split, per benchmark
-    (or part) when the figure shows several."""
+    (or part) when the figure shows several, and the models' score kinds."""
     benchmarks = sorted(set(table["benchmark"].to_list()))
     said = [(b, unsplit_text(unsplit_counts(table, b))) for b in benchmarks]
     said = [(b, text) for b, text in said if text]
     if len(benchmarks) > 1:
         said = [("", f"{b}: {text}") for b, text in said]
-    if said:
-        footnote(fig, f"Not shown: {'; '.join(text for _, text in said)}.")
+    lines = [f"Not shown: {'; '.join(text for _, text in said)}."] if said else []
+    lines += [text for text in [score_kinds_text(table, source)] if text]
+    if lines:
+        footnote(fig, "\n".join(lines))
 
 
 def _read(metrics: str | Path, metric: str) -> pl.DataFrame:
@@ -227,7 +231,7 @@ def plot_splits_by_type(
         bar_legend(fig, {s: SPLIT_COLOURS.get(s, "#999999") for s in splits},
                    chance=table.filter(pl.col("model") == CHANCE).height > 0,
                    missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
-        _footnote(fig, table)
+        _footnote(fig, table, metrics)
     suptitle(
         fig, f"{', '.join(benchmarks)}: {metric} per negative type and split (95% bootstrap CI)"
     )
@@ -291,7 +295,8 @@ def plot_complexity(
         first = ax.get_subplotspec().is_first_col()
         fraction_axis(ax, f"{metric} (tie = wrong)" if first else None)
         ax.grid(alpha=0.3)
-    fig.supxlabel("complexity n (atoms)", fontsize=8)
+    scores = score_kinds_text(table, metrics)
+    footnote(fig, "complexity n (atoms)" + (f"\n{scores}" if scores else ""), fontsize=8)
     handles, labels = axes[0].get_legend_handles_labels()
     for ax in axes[1:]:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -358,7 +363,7 @@ def plot_split_accuracy(
         bar_legend(fig, {s: SPLIT_COLOURS.get(s, "#999999") for s in splits},
                    chance=table.filter(pl.col("model") == CHANCE).height > 0,
                    missing="missing" in drawn, zero="zero" in drawn)  # fmt: skip
-        _footnote(fig, table)
+        _footnote(fig, table, metrics)
     suptitle(fig, f"{metric} per model and split (95% bootstrap CI)\n{', '.join(benchmarks)}",
              fontsize=9)  # fmt: skip
     fit_value_labels(fig)
@@ -378,8 +383,9 @@ def metrics_markdown(
     benchmark's name; its kind below it when the table has a ``kind`` column): ``metric``
     or accuracy (retrieval: i2t/t2i ``metric``) with its 95% CI per model, part, split and
     negative type, complexities pooled, each (split, type) once; micro averages as type
-    "all"; chance in its own column. With two benchmarks or more, a first section puts every
-    benchmark's headline metric side by side, one row per model
+    "all"; chance in its own column; under the provenance line, what each model's values are
+    computed from (``accounting.score_kinds_text``). With two benchmarks or more, a first
+    section puts every benchmark's headline metric side by side, one row per model
     (``all_benchmarks.overview_markdown``). With ``benchmarks`` (see
     ``accounting.benchmark_items``), a first section counts each benchmark's items, those
     excluded for an unusable image and the rejected source records, then what each eval
@@ -438,6 +444,9 @@ def metrics_markdown(
                 )
             lines += [" ".join(said), ""]
         lines += [provenance_line(table, frame, entry, view), ""]
+        scores = score_kinds_text(frame, table)
+        if scores:
+            lines += [scores, ""]
         if frame.filter(pl.col("model") != CHANCE).is_empty():
             lines += [f"No model row of {' / '.join(wanted)} in {table}.", ""]
             continue

@@ -9,7 +9,9 @@ counts as "the same" word:
 - ``words`` / ``word_spans``: word tokens. A word is a run of letters and digits that may
   hold inner apostrophes and hyphens ("man's", "t-shirt", "don't"); other punctuation,
   spaced dashes and separators split.
-- ``plural``, ``indefinite_article``: inflection for generated text.
+- ``plural``, ``indefinite_article``: inflection for generated text ("an hour", "an FBI
+  agent", "a U-turn", "an 8"); ``settled_indefinite_article`` says where the spelling
+  leaves "a"/"an" open (the validator judges only the others).
 - ``Lemmatizer`` (``vlcomp.text.lemma``): the parser's lemmatiser, the only one.
 - ``GraphCanon`` (``vlcomp.text.canon``): annotated scene graphs (Visual Genome) in the
   parser's canonical form: object lemmas, attribute values, predicates.
@@ -107,15 +109,56 @@ _CONSONANT_SOUND_VOWEL = (
     "eu",
     "ewe",
 )
+# Letters whose name starts with a vowel sound: "an F", "an H", "an R".
+_VOWEL_LETTERS = frozenset("aefhilmnorsx")
+_DIGITS = re.compile(r"\d+")
+# A letter read by its name: a single letter ("X-ray", "U-turn") or two or three capitals
+# ("FBI", "SUVs").
+_LETTERS = re.compile(r"[A-Za-z](?![^\W\d_])|[A-Z]{2,3}s?\b")
+_LONG_ACRONYM = re.compile(r"[A-Z]{4,}s?\b")
+_EITHER_ARTICLE = frozenset({"herb", "herbs", "herbal", "historic", "historical"})
 
 
-def indefinite_article(next_word: str, like: str = "a") -> str:
-    """ "a" or "an" before ``next_word`` (by sound where the spelling misleads: "an hour",
-    "a uniform", "a one-way sign"), capitalised like ``like``."""
+def settled_indefinite_article(next_word: str) -> str | None:
+    """ "a" or "an" before ``next_word`` as written, or None where the spelling leaves the
+    sound open.
+
+    By sound where the spelling misleads ("an hour", "a uniform", "a one-way sign"); a
+    single letter or an acronym of two or three capitals by its first letter's name ("an
+    X-ray", "an FBI agent", "an SUV", "a U-turn", "a TV"); a numeral by its first spoken
+    word ("an 8", "an 11", "an 18th", "a 1", "a 100"). Open: longer acronyms (NASA is read
+    as a word, HDMI letter by letter), numbers of four digits from 11 or 18 ("an 1800s
+    house" or "a 1800s house"), and "herb", "historic", "historical" (either article is in
+    use)."""
+    digits = _DIGITS.match(next_word)
+    if digits is not None:
+        number = digits.group(0)
+        if number[0] == "8":
+            return "an"
+        if number[:2] in ("11", "18"):  # eleven, eighteen; eleven/eighteen thousand
+            return {2: "an", 5: "an", 4: None}.get(len(number), "a")
+        return "a"
+    if _LETTERS.match(next_word):
+        return "an" if next_word[0].lower() in _VOWEL_LETTERS else "a"
+    if _LONG_ACRONYM.match(next_word) or next_word.lower() in _EITHER_ARTICLE:
+        return None
+    return _article_by_spelling(next_word)
+
+
+def _article_by_spelling(next_word: str) -> str:
     word = next_word.lower()
     vowel = word[:1] in ("a", "e", "i", "o", "u") and not word.startswith(_CONSONANT_SOUND_VOWEL)
     vowel = vowel or word.startswith(_VOWEL_SOUND_CONSONANT)
-    wanted = "an" if vowel else "a"
+    return "an" if vowel else "a"
+
+
+def indefinite_article(next_word: str, like: str = "a") -> str:
+    """ "a" or "an" before ``next_word`` (``settled_indefinite_article``; where that leaves
+    the sound open, a four-digit number is read in hundreds, "an 1800s house", and a word
+    by its spelling, "a NASA rocket", "a herb"), capitalised like ``like``."""
+    wanted = settled_indefinite_article(next_word)
+    if wanted is None:
+        wanted = "an" if _DIGITS.match(next_word) else _article_by_spelling(next_word)
     return wanted.capitalize() if like[:1].isupper() else wanted
 
 
@@ -128,6 +171,7 @@ __all__ = [
     "normalise",
     "normalise_or_none",
     "plural",
+    "settled_indefinite_article",
     "straight_apostrophes",
     "word_spans",
     "words",

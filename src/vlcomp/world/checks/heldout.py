@@ -26,7 +26,7 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings, recall_table
+from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings, recall_table, with_score_kind
 from vlcomp.evaluate.retrieval_sets import set_metric_table
 from vlcomp.io import read_parquet_metadata, write_parquet
 from vlcomp.vocabulary import HELD_IN, HELD_OUT
@@ -63,10 +63,17 @@ def _per_model(
     training_corpus: Mapping[str, str | None],
     image_column: str,
     log: Log,
-) -> list[tuple[str, str | None, pl.DataFrame]]:
-    """(model, corpus, table re-split by the corpus's holdout) for every model in ``tables``."""
+) -> list[tuple[str, str | None, pl.DataFrame, str | None]]:
+    """(model, corpus, table re-split by the corpus's holdout, the model's score kind from
+    its file's metadata) for every model in ``tables``."""
     out = []
-    frame = pl.concat([pl.read_parquet(t) for t in tables], how="diagonal_relaxed")
+    frames = [pl.read_parquet(t) for t in tables]
+    kinds = {
+        model: read_parquet_metadata(t).get("score_kind")
+        for t, f in zip(tables, frames, strict=True)
+        for model in f["model"].unique().to_list()
+    }
+    frame = pl.concat(frames, how="diagonal_relaxed")
     if image_column not in frame.columns:
         raise ValueError(f"{image_column!r} column missing: cannot re-split by image")
     if frame[image_column].null_count():
@@ -80,8 +87,13 @@ def _per_model(
         if held_out is not None:
             n_out = int((rows["split"] == HELD_OUT).sum())
             log(f"{model} (trained on {corpus}): {n_out} of {rows.height} rows held out")
-        out.append((model, corpus, rows))
+        out.append((model, corpus, rows, kinds.get(model)))
     return out
+
+
+def _scored(table: pl.DataFrame, model: str, kind: str | None) -> pl.DataFrame:
+    """``table`` with the model's score kind on its rows (none recorded: left null)."""
+    return table if kind is None else with_score_kind(table, model, kind)
 
 
 def _with_corpus(table: pl.DataFrame, corpus: str | None) -> pl.DataFrame:
@@ -105,8 +117,11 @@ def heldout_metrics_job(
     ``predictions_out`` (optional): the re-split predictions, e.g. for significance tests."""
     eval_settings = EvalSettings.from_config(settings)
     tables, resplit = [], []
-    for _model, corpus, rows in _per_model(predictions, holdout, training_corpus, "image", log):
-        tables.append(_with_corpus(set_metric_table(rows, eval_settings), corpus))
+    for model, corpus, rows, kind in _per_model(
+        predictions, holdout, training_corpus, "image", log
+    ):
+        metrics = _scored(set_metric_table(rows, eval_settings), model, kind)
+        tables.append(_with_corpus(metrics, corpus))
         resplit.append(rows)
     table = pl.concat(tables).unique(maintain_order=True) if tables else _empty()
     meta = {**read_parquet_metadata(predictions[0]), **eval_settings.metadata()}
@@ -130,8 +145,10 @@ def heldout_retrieval_job(
     (``settings["recall_at"]``) with chance rows and intervals."""
     eval_settings = EvalSettings.from_config(settings, ks_key="recall_at")
     tables = [
-        _with_corpus(recall_table(rows, eval_settings), corpus)
-        for _model, corpus, rows in _per_model(ranks, holdout, training_corpus, "image_id", log)
+        _with_corpus(_scored(recall_table(rows, eval_settings), model, kind), corpus)
+        for model, corpus, rows, kind in _per_model(
+            ranks, holdout, training_corpus, "image_id", log
+        )
     ]
     table = pl.concat(tables).unique(maintain_order=True) if tables else _empty()
     meta = {**read_parquet_metadata(ranks[0]), **eval_settings.metadata()}

@@ -5,14 +5,9 @@ other sound (``article_errors``) and finite verbs that disagree with their subje
 rejection only when the negative has more than the positive (productivity captions: more
 than none).
 
-The article a word takes (``article_for``) is ``vlcomp.text.indefinite_article``'s ("an
-hour", "a uniform", "a one-way street") but where the spelling is read letter by letter
-or as a number: a single letter or an acronym of two or three capitals by its first
-letter's name ("an X-ray", "an FBI agent", "an SUV", "a U-turn", "a TV"), a numeral by its
-first spoken word ("an 8", "an 11", "an 18", "a 1", "a 100"). Words whose sound the spelling
-leaves open are not judged: longer acronyms (NASA is read as a word, HDMI letter by letter),
-numbers of four digits from 11 or 18 ("an 1800s house", "a 1100 sign"), and "herb",
-"historic", "historical" (either article is in use)."""
+The article a word takes (``article_for``) is ``vlcomp.text.settled_indefinite_article``'s,
+the rules every generator writes "a"/"an" by ("an hour", "an FBI agent", "a U-turn", "an
+8"); where it leaves the sound open ("NASA", "1800s", "herb") the article is not judged."""
 
 from __future__ import annotations
 
@@ -20,7 +15,7 @@ import re
 
 from vlcomp.parse import Tokens
 from vlcomp.parse.lexicon import NUMBER_WORDS
-from vlcomp.text import indefinite_article, plural
+from vlcomp.text import plural, settled_indefinite_article
 from vlcomp.text.lemma import NOUN_TAGS, PLURAL_NOUN_TAGS
 
 NUMBER = "grammar: number disagreement"
@@ -65,29 +60,13 @@ def number_errors(tokens: Tokens) -> int:
     return errors
 
 
-# Letters whose name starts with a vowel sound: "an F", "an H", "an R".
-_VOWEL_LETTERS = frozenset("aefhilmnorsx")
-_EITHER_ARTICLE = frozenset({"herb", "herbs", "herbal", "historic", "historical"})
 _NEXT_WORD = re.compile(r"\s+([^\W_][\w'\u2019-]*)")
-_LETTERS = re.compile(r"[A-Za-z](?![^\W\d_])|[A-Z]{2,3}s?\b")  # "X", "X-ray", "FBI", "SUVs"
-_LONG_ACRONYM = re.compile(r"[A-Z]{4,}s?\b")
 
 
 def article_for(word: str) -> str | None:
     """ "a" or "an" before ``word`` as written, or None where its spelling does not settle
-    the sound (see the module docstring)."""
-    if word[:1].isdigit():
-        digits = re.match(r"\d+", word).group(0)  # type: ignore[union-attr]
-        if digits[0] == "8":
-            return "an"
-        if digits[:2] in ("11", "18"):
-            return {2: "an", 5: "an", 4: None}.get(len(digits), "a")
-        return "a"
-    if _LETTERS.match(word):
-        return "an" if word[0].lower() in _VOWEL_LETTERS else "a"
-    if _LONG_ACRONYM.match(word) or word.lower() in _EITHER_ARTICLE:
-        return None
-    return indefinite_article(word)
+    the sound (``vlcomp.text.settled_indefinite_article``)."""
+    return settled_indefinite_article(word)
 
 
 def article_errors(tokens: Tokens) -> int:
