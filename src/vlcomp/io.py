@@ -146,3 +146,17 @@ def write_with(path: str | Path, writer: Callable[[Path], None]) -> None:
     """Call ``writer(tmp_path)`` and move the result into place atomically."""
     with atomic_path(path) as tmp:
         writer(tmp)
+
+
+def write_csv_copy(parquet: str | Path, csv: str | Path) -> None:
+    """The table in ``parquet`` as CSV (a header row, floats with 6 decimals), atomically:
+    the copy a reader opens without a Parquet reader (the Snakemake report shows CSV as a
+    table). A nested column (list, struct) has no CSV form: an error names the file and the
+    column."""
+    frame = pl.read_parquet(parquet)
+    nested = [name for name, dtype in frame.schema.items() if dtype.is_nested()]
+    if nested:
+        raise ValueError(
+            f"{parquet}: column {nested[0]!r} is nested ({frame.schema[nested[0]]}); no CSV copy"
+        )
+    write_with(csv, lambda tmp: frame.write_csv(tmp, float_precision=6))

@@ -10,8 +10,9 @@ rule llm_pairs:
     output:
         generated="results/negatives/{benchmark}/generated.parquet",
         boxes="results/negatives/{benchmark}/boxes.parquet",
-        rejections=report(
-            "results/negatives/{benchmark}/rejections.parquet",
+        rejections="results/negatives/{benchmark}/rejections.parquet",
+        rejections_csv=report(
+            "results/negatives/{benchmark}/rejections.csv",
             caption="../report/llm_rejections.rst",
             category="Benchmarks",
             subcategory="{benchmark}",
@@ -46,6 +47,7 @@ use rule productivity_negatives as productivity_template with:
         boxes="results/negatives/{benchmark}/template/boxes.parquet",
         failures="results/negatives/{benchmark}/template/failures.parquet",
         summary="results/negatives/{benchmark}/template/summary.parquet",
+        summary_csv="results/negatives/{benchmark}/template/summary.csv",
     log:
         "logs/negatives/{benchmark}_template.log",
     wildcard_constraints:

@@ -201,8 +201,9 @@ rule significance:
             model=EVAL_MODELS,
         ),
     output:
-        tests=report(
-            "results/stats/{benchmark}_mcnemar.parquet",
+        tests="results/stats/{benchmark}_mcnemar.parquet",
+        tests_csv=report(
+            "results/stats/{benchmark}_mcnemar.csv",
             caption="../report/mcnemar.rst",
             category="Comparisons",
             subcategory="{benchmark}",
@@ -231,13 +232,7 @@ rule crossover:
     input:
         lambda wc: sorted({f for files in crossover_tables().values() for f in files}),
     output:
-        report(
-            "results/stats/crossover.parquet",
-            caption="../report/crossover_table.rst",
-            category="Comparisons",
-            subcategory="across benchmarks",
-            labels={"table": "crossover: own vs other training corpus"},
-        ),
+        "results/stats/crossover.parquet",
     log:
         "logs/metrics/crossover.log",
     conda:

@@ -20,8 +20,9 @@ rule systematicity_negatives:
         wordnet="resources/nltk_data/corpora/wordnet/lexnames",
     output:
         candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
-        failures=report(
-            "results/negatives/{benchmark}/{corpus}/failures.parquet",
+        failures="results/negatives/{benchmark}/{corpus}/failures.parquet",
+        failures_csv=report(
+            "results/negatives/{benchmark}/{corpus}/failures.csv",
             caption="../report/systematicity_failures.rst",
             category="Benchmarks",
             subcategory="{benchmark}",
@@ -74,8 +75,9 @@ rule productivity_negatives:
         candidates="results/negatives/{benchmark}/candidates.parquet",
         boxes="results/negatives/{benchmark}/boxes.parquet",
         failures="results/negatives/{benchmark}/failures.parquet",
-        summary=report(
-            "results/negatives/{benchmark}/summary.parquet",
+        summary="results/negatives/{benchmark}/summary.parquet",
+        summary_csv=report(
+            "results/negatives/{benchmark}/summary.csv",
             caption="../report/productivity_summary.rst",
             category="Benchmarks",
             subcategory="{benchmark}",
@@ -128,8 +130,9 @@ rule pairs_negatives:
     output:
         candidates="results/negatives/{benchmark}/candidates.parquet",
         boxes="results/negatives/{benchmark}/boxes.parquet",
-        failures=report(
-            "results/negatives/{benchmark}/failures.parquet",
+        failures="results/negatives/{benchmark}/failures.parquet",
+        failures_csv=report(
+            "results/negatives/{benchmark}/failures.csv",
             caption="../report/pair_failures.rst",
             category="Benchmarks",
             subcategory="{benchmark}",

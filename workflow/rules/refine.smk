@@ -47,13 +47,7 @@ rule blind_baselines:
         candidates="results/negatives/{benchmark}/candidates.parquet",
         scores="results/scores/{benchmark}/{corpus}.parquet",
     output:
-        report(
-            "results/blind/{benchmark}/{corpus}.parquet",
-            caption="../report/blind_baselines.rst",
-            category="Blind baselines",
-            subcategory="{benchmark}",
-            labels={"benchmark": "{benchmark}", "scorers trained on": "{corpus}"},
-        ),
+        "results/blind/{benchmark}/{corpus}.parquet",
     log:
         "logs/refine/blind_{benchmark}_{corpus}.log",
     conda:
@@ -89,13 +83,7 @@ rule blind_attacks:
     input:
         unpack(attack_inputs),
     output:
-        table=report(
-            "results/blind/{benchmark}/attacks.parquet",
-            caption="../report/blind_attacks.rst",
-            category="Blind baselines",
-            subcategory="{benchmark}",
-            labels={"table": "blind attacks", "benchmark": "{benchmark}"},
-        ),
+        table="results/blind/{benchmark}/attacks.parquet",
         predictions="results/blind/{benchmark}/attack_predictions.parquet",
         png=report(
             "results/figures/{benchmark}_attacks.png",

@@ -2,6 +2,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.io import write_csv_copy
 from vlcomp.joblog import job_log
 from vlcomp.negatives.llm.jobs import llm_pairs_job
 
@@ -22,3 +23,4 @@ with job_log(snakemake.log[0]) as log:
         max_items=snakemake.params.max_items,
         context_length=snakemake.params.context_length,
     )
+    write_csv_copy(snakemake.output.rejections, snakemake.output.rejections_csv)

@@ -2,6 +2,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.io import write_csv_copy
 from vlcomp.joblog import job_log
 from vlcomp.negatives.jobs import pairs_job
 
@@ -16,3 +17,4 @@ with job_log(snakemake.log[0]) as log:
         log,
         context_length=snakemake.params.context_length,
     )
+    write_csv_copy(snakemake.output.failures, snakemake.output.failures_csv)

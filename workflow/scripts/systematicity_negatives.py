@@ -5,6 +5,7 @@ sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda 
 import os
 from pathlib import Path
 
+from vlcomp.io import write_csv_copy
 from vlcomp.joblog import job_log
 from vlcomp.negatives.systematicity import systematicity_negatives
 
@@ -23,4 +24,5 @@ with job_log(snakemake.log[0]) as log:
         benchmark=snakemake.wildcards.benchmark,
         context_length=snakemake.params.context_length,
     )
+    write_csv_copy(snakemake.output.failures, snakemake.output.failures_csv)
     log(f"wrote {snakemake.output.candidates}")

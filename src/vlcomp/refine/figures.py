@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import textwrap
 from pathlib import Path
 
@@ -14,9 +15,54 @@ from vlcomp.figure_files import save_figure
 from vlcomp.refine.candidates import GROUP_COLUMNS
 from vlcomp.refine.priors import AUTO, AUTO_MAX_BINS, heatmap_bins, masked_reasons
 
+PAGE_IN = (7.5, 10.0)  # the largest figure that fits an A4 or letter page with margins
+GAP_PANEL_MAX_IN = 2.6  # a gap panel's side when the page leaves room for more
+GAP_PANEL_MIN_IN = 0.65  # the smallest readable side: 15 groups fill a page
+GAP_PANEL_PAD_IN = (0.45, 1.0)  # around a gap panel: ticks and axis labels, 4 title lines
+GAP_HEAD_IN = 1.6  # the gap figure's title, colour bar and footnote
+GAP_MARGIN_IN = 0.2  # room for the right column's titles, wider than their panels
+GAP_FONT = 6.0
+
 
 def _label(row: dict[str, object], group_by: list[str]) -> str:
     return " / ".join(str(row[c]) for c in group_by if row[c] is not None)
+
+
+def gap_grid(groups: int) -> tuple[int, int, float]:
+    """(rows, groups per row, panel side in inches) of the refinement figure, whose groups
+    are each a (before, after) pair of square panels: the layout of 1 to 3 groups per row
+    whose panels are the largest that fit ``PAGE_IN`` (at most ``GAP_PANEL_MAX_IN``; of
+    equal sides, the wider layout). Up to 15 groups fit; more (a benchmark of more than 15
+    family / target types) keep ``GAP_PANEL_MIN_IN`` and make the figure taller than a
+    page rather than unreadable."""
+    pad_w, pad_h = GAP_PANEL_PAD_IN
+    layouts = []
+    for per_row in range(1, 4):
+        rows = math.ceil(max(1, groups) / per_row)
+        side = min(
+            GAP_PANEL_MAX_IN,
+            (PAGE_IN[0] - GAP_MARGIN_IN) / (2 * per_row) - pad_w,
+            (PAGE_IN[1] - GAP_HEAD_IN) / rows - pad_h,
+        )
+        layouts.append((round(side, 6), per_row, rows, side))  # rounded: equal sides tie
+    _, per_row, rows, side = max(layouts)
+    return rows, per_row, max(side, GAP_PANEL_MIN_IN)
+
+
+def count_ticks(top: float) -> list[float]:
+    """Ticks of a log colour bar of counts from 1 to ``top``: 1, 2, 5, 10, 20, 50, ... and
+    ``top`` itself unless a tick is close below it."""
+    ticks = [m * 10**e for e in range(int(math.log10(max(top, 1))) + 1) for m in (1, 2, 5)]
+    ticks = [t for t in ticks if t <= top]
+    return ticks if top < 1.4 * ticks[-1] else [*ticks, top]
+
+
+def _group_rows(items: pl.DataFrame, group: dict[str, object], group_by: list[str]) -> pl.DataFrame:
+    return items.filter(
+        pl.all_horizontal(
+            pl.col(c).is_null() if group[c] is None else pl.col(c) == group[c] for c in group_by
+        )
+    )
 
 
 def plot_refinement_gaps(
@@ -29,15 +75,25 @@ def plot_refinement_gaps(
     counts: pl.DataFrame | None = None,
 ) -> None:
     """SugarCrepe Fig. 4 style: per group, a 2-D histogram of the two scorers' normalised
-    gaps before (left) and after (right) refinement; titles give each scorer's share of
-    positive gaps among the nonzero ones, and its number of zero gaps (ties). A group that
-    kept nothing says why on its "after" panel (``counts``' ``note``, from
+    gaps (scorer 1 on x, scorer 2 on y) before and after refinement, side by side, groups in
+    a grid that fits a page (``gap_grid``), one log colour scale of pairs per cell for every
+    panel with its colour bar. A panel's title names its group, stage and n, and per scorer
+    the share of positive gaps among the nonzero ones and the number of zero gaps (ties).
+    Group columns with one value in every group (the benchmark) go to the figure's title. A
+    group that kept nothing says why on its "after" panel (``counts``' ``note``, from
     ``refine_candidates``)."""
     group_by = list(group_by or GROUP_COLUMNS)
     groups = items.select(group_by).unique().sort(group_by, nulls_last=True).to_dicts()
+    shared = [c for c in group_by if items[c].n_unique() == 1 and items[c][0] is not None]
+    own = [c for c in group_by if c not in shared]
+    rows, per_row, side = gap_grid(len(groups))
+    pad_w, pad_h = GAP_PANEL_PAD_IN
     fig, axes = plt.subplots(
-        len(groups), 2, figsize=(6.4, 2.9 * len(groups)), squeeze=False, sharex=True, sharey=True
-    )
+        rows, 2 * per_row, squeeze=False, layout="constrained",
+        figsize=(
+            2 * per_row * (side + pad_w) + GAP_MARGIN_IN, rows * (side + pad_h) + GAP_HEAD_IN
+        ),
+    )  # fmt: skip
     edges = np.linspace(-1.0, 1.0, bins + 1)
     notes = {}
     if counts is not None and "note" in counts.columns:
@@ -45,49 +101,78 @@ def plot_refinement_gaps(
             tuple(row[c] for c in group_by): row["note"]
             for row in counts.filter(pl.col("note").is_not_null()).iter_rows(named=True)
         }
-    for row_axes, group in zip(axes, groups, strict=True):
-        rows = items.filter(
-            pl.all_horizontal(
-                pl.col(c).is_null() if group[c] is None else pl.col(c) == group[c] for c in group_by
-            )
-        )
-        for ax, (stage, subset) in zip(
-            row_axes, [("before", rows), ("after", rows.filter("kept"))], strict=True
-        ):
+    panels = []
+    for group in groups:
+        rows_of = _group_rows(items, group, group_by)
+        for stage, subset in [("before", rows_of), ("after", rows_of.filter("kept"))]:
             x, y = subset["normalised_1"].to_numpy(), subset["normalised_2"].to_numpy()
-            counts, _, _ = np.histogram2d(x, y, bins=[edges, edges])
-            if counts.any():
-                ax.pcolormesh(
-                    edges, edges, np.ma.masked_equal(counts.T, 0), norm=LogNorm(), cmap="viridis"
-                )
-            ax.axhline(0, color="grey", linewidth=0.5)
-            ax.axvline(0, color="grey", linewidth=0.5)
-            g1, g2 = subset["gap_1"].to_numpy(), subset["gap_2"].to_numpy()
-            wins = [f"{(g > 0).sum() / max(1, (g != 0).sum()):.2f}" for g in (g1, g2)]
-            ties = [str(int((g == 0).sum())) for g in (g1, g2)]
-            ax.set_title(
-                f"{_label(group, group_by)}: {stage} (n={subset.height})\n"
-                f"P(gap>0 | gap!=0) = {wins[0]} / {wins[1]}; ties {ties[0]} / {ties[1]}",
-                fontsize=7,
+            panels.append((group, stage, subset, np.histogram2d(x, y, bins=[edges, edges])[0]))
+    top = max([1.0, *(float(h.max()) for *_, h in panels if h.size)])
+    norm = LogNorm(vmin=1, vmax=max(top, 2.0))
+    mesh = None
+    s1, s2 = scorer_names
+    wrap_at = max(16, int((side + pad_w) * 72 / (GAP_FONT * 0.6)))
+    for ax, (group, stage, subset, histogram) in zip(axes.flat, panels, strict=False):
+        if histogram.any():
+            mesh = ax.pcolormesh(
+                edges, edges, np.ma.masked_equal(histogram.T, 0), norm=norm, cmap="viridis"
             )
-            ax.set_xlim(-1, 1)
-            ax.set_ylim(-1, 1)
-            ax.set_aspect("equal")
-            ax.tick_params(labelsize=6)
-            note = notes.get(tuple(group[c] for c in group_by))
-            if stage == "after" and subset.height == 0:
-                _say_why(ax, note or "refinement kept no pair of this group")
-    for ax in axes[-1]:
-        ax.set_xlabel(f"normalised gap, {scorer_names[0]}", fontsize=7)
-    for ax in axes[:, 0]:
-        ax.set_ylabel(f"normalised gap, {scorer_names[1]}", fontsize=7)
-    fig.tight_layout()
+        ax.axhline(0, color="grey", linewidth=0.5)
+        ax.axvline(0, color="grey", linewidth=0.5)
+        lines = [textwrap.fill(_label(group, own), wrap_at)] if own else []
+        lines.append(f"{stage}, n={subset.height}")
+        for k, name in enumerate(scorer_names, start=1):
+            gaps = subset[f"gap_{k}"].to_numpy()
+            nonzero, ties = int((gaps != 0).sum()), int((gaps == 0).sum())
+            share = f"{(gaps > 0).sum() / nonzero:.2f}" if nonzero else "n/a"
+            lines.append(f"{name} {share} ({ties} {'tie' if ties == 1 else 'ties'})")
+        ax.set_title("\n".join(lines), fontsize=GAP_FONT)
+        ax.set_xlim(-1, 1)
+        ax.set_ylim(-1, 1)
+        ax.set_aspect("equal")
+        ax.set_xticks([-1, 0, 1])
+        ax.set_yticks([-1, 0, 1])
+        ax.tick_params(labelsize=GAP_FONT, length=2, pad=1)
+        ax.set_xlabel(f"{s1} gap", fontsize=GAP_FONT, labelpad=1)
+        ax.set_ylabel(f"{s2} gap", fontsize=GAP_FONT, labelpad=1)
+        note = notes.get(tuple(group[c] for c in group_by))
+        if stage == "after" and subset.height == 0:
+            inside = max(16, int(side * 72 / (GAP_FONT * 0.6)))
+            _say_why(ax, note or "refinement kept no pair of this group", inside)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.set_visible(False)
+    if mesh is not None:
+        ticks = count_ticks(norm.vmax)
+        bar = fig.colorbar(mesh, ax=axes, location="bottom", shrink=0.5, aspect=40,
+                           ticks=ticks, format="%g")  # fmt: skip
+        bar.minorticks_off()
+        bar.set_label("pairs per cell (log scale; white: none)", fontsize=GAP_FONT + 1)
+        bar.ax.tick_params(labelsize=GAP_FONT)
+    where = " / ".join(str(items[c][0]) for c in shared)
+    title = (
+        f"Adversarial refinement{' of ' + where if where else ''}: normalised gaps of "
+        f"{s1} (x) and {s2} (y), before and after"
+    )
+    footnote = (
+        "gap = score(positive) - score(negative), normalised to [-1, 1] per scorer and "
+        "group; right of / above 0: the scorer prefers the positive. Under each title: per "
+        "scorer, the share of positive gaps among its nonzero ones, P(gap > 0 | gap != 0) "
+        "(0.50 after refinement: a blind scorer is at chance), and its ties (zero gaps). "
+        f"{bins} x {bins} histogram bins."
+    )
+    fig.suptitle(_fill(title, fig, 8), fontsize=8)
+    fig.supxlabel(_fill(footnote, fig, GAP_FONT), fontsize=GAP_FONT)
     save_figure(fig, png, pdf)
 
 
-def _say_why(ax: plt.Axes, text: str) -> None:
-    """Why a panel is empty, written on it."""
-    ax.text(0.5, 0.5, textwrap.fill(text, 38), transform=ax.transAxes, ha="center",
+def _fill(text: str, fig: plt.Figure, fontsize: float) -> str:
+    """``text`` wrapped to the figure's width."""
+    return textwrap.fill(text, int((fig.get_figwidth() - 0.4) * 72 / (fontsize * 0.6)))
+
+
+def _say_why(ax: plt.Axes, text: str, width: int = 38) -> None:
+    """Why a panel is empty, written on it (lines of at most ``width`` characters)."""
+    ax.text(0.5, 0.5, textwrap.fill(text, width), transform=ax.transAxes, ha="center",
             va="center", fontsize=6, wrap=True,
             bbox={"facecolor": "white", "edgecolor": "#999999", "alpha": 0.9})  # fmt: skip
 

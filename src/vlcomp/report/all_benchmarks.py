@@ -30,6 +30,7 @@ from vlcomp.report.plots import (
     fit_value_labels,
     fraction_axis,
     panel_grid,
+    part_labels,
     say_why,
     suptitle,
     value_bar,
@@ -222,7 +223,9 @@ def overview_markdown(table: pl.DataFrame, best_blind: pl.DataFrame | None = Non
 
 def overview_figure(table: pl.DataFrame):
     """One panel per benchmark and headline metric, one bar per model (value, CI, n), the
-    chance level as a black tick, "no items" for a model not evaluated there."""
+    chance level as a black tick, "no items" for a model not evaluated there. A benchmark
+    with parts names the part shown under its panel: once when every bar shows the same
+    part, else under each bar."""
     columns = columns_of(table)
     models = sorted(set(table["model"].to_list()))
     colours = {m: MODEL_COLOURS[k % len(MODEL_COLOURS)] for k, m in enumerate(models)}
@@ -241,6 +244,8 @@ def overview_figure(table: pl.DataFrame):
             if r["chance"] is not None:
                 chance_tick(ax, k, width, r["chance"])
         ax.set_xticks([])
+        part_labels(ax, [cells[(m, column)]["part"] if (m, column) in cells else None
+                         for m in models])  # fmt: skip
         fraction_axis(ax)
         ax.set_title(column, fontsize=8)
         if not any((m, column) in cells for m in models):

@@ -8,14 +8,15 @@ the conventions every report figure follows:
 - every bar carries its value and n (``value_bar``); a zero bar is drawn as a line on the
   axis with its "0.00"; a cell without items is a hatched empty box in its colour marked
   "no items", so that missing never reads as zero; ``fit_value_labels`` makes room for the labels;
-- a panel with nothing to show says why on it (``say_why``).
+- a panel with nothing to show says why on it (``say_why``);
+- a panel of a benchmark with parts names the part its bars show (``part_labels``).
 """
 
 from __future__ import annotations
 
 import math
 import textwrap
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
@@ -135,6 +136,20 @@ def _label(ax: plt.Axes, x: float, y: float, text: str) -> None:
     ax.annotate(text, (x, y), xytext=(0, 2), textcoords="offset points", rotation=90,
                 ha="center", va="bottom", fontsize=LABEL_SIZE, gid=VALUE_LABEL,
                 annotation_clip=False)  # fmt: skip
+
+
+def part_labels(ax: plt.Axes, parts: Sequence[str | None]) -> None:
+    """Under a panel of bars at x = 0, 1, ..., the benchmark part each bar shows (``None``:
+    none, or no bar): once as the axis label when every bar shows the same part, else under
+    each bar; nothing when no bar shows a part."""
+    shown = sorted({p for p in parts if p is not None})
+    if len(shown) == 1:
+        ax.set_xlabel(f"part: {shown[0]}", fontsize=LABEL_SIZE + 0.5)
+    elif shown:
+        ax.set_xticks(range(len(parts)), [p or "" for p in parts], rotation=90,
+                      fontsize=LABEL_SIZE)  # fmt: skip
+        ax.tick_params(axis="x", length=0)
+        ax.set_xlabel("part shown", fontsize=LABEL_SIZE + 0.5)
 
 
 def chance_tick(ax: plt.Axes, x: float, width: float, value: float) -> None:
