@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import difflib
+import functools
 import json
 import sys
 from collections.abc import Callable
@@ -29,8 +31,14 @@ class ConfigError(ValueError):
     """A configuration problem; the message names the offending key or path."""
 
 
-def load_schema() -> dict[str, Any]:
+@functools.cache
+def _parsed_schema() -> dict[str, Any]:
     return yaml.safe_load(files("vlcomp").joinpath("schemas/config.schema.yaml").read_text())
+
+
+def load_schema() -> dict[str, Any]:
+    """The config schema (a copy: callers may change it; parsed once per process)."""
+    return copy.deepcopy(_parsed_schema())
 
 
 def _key_path(path: Any) -> str:
@@ -40,7 +48,37 @@ def _key_path(path: Any) -> str:
     return out or "<top level>"
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+_TYPE_NAMES = {
+    "integer": "an integer",
+    "number": "a number",
+    "string": "a string",
+    "boolean": "true or false",
+    "null": "null",
+    "array": "a list",
+    "object": "a mapping",
+}
+_BOUNDS = {
+    "minimum": ">= {}",
+    "exclusiveMinimum": "> {}",
+    "maximum": "<= {}",
+    "exclusiveMaximum": "< {}",
+    "multipleOf": "a multiple of {}",
+}
+
+
+def _wanted(schema: dict[str, Any]) -> str:
+    """What a (scalar) schema takes, in words: ``an integer >= 2, a multiple of 2``."""
+    if "const" in schema:
+        return repr(schema["const"])
+    if "enum" in schema:
+        return "one of " + ", ".join(map(repr, schema["enum"]))
+    types = schema.get("type", [])
+    words = " or ".join(_TYPE_NAMES[t] for t in ([types] if isinstance(types, str) else types))
+    bounds = [text.format(schema[key]) for key, text in _BOUNDS.items() if key in schema]
+    return ", ".join([" ".join([words, bounds[0]]) if bounds else words, *bounds[1:]])
+
+
+def _describe(error: jsonschema.ValidationError, root: dict[str, Any]) -> str:
     """One line per problem, naming the key. A schema's ``x-message`` replaces the
     validator's message (which quotes the value: never for a key that may hold a secret),
     and ``x-forbidden`` gives the reason a key must not be there."""
@@ -68,13 +106,40 @@ def _describe(error: jsonschema.ValidationError) -> str:
         )
     if error.validator == "not" and isinstance(error.instance, dict):
         return f"config key '{where}': give either open_clip or transformers, not both"
-    return f"config key '{where}': {error.message}"
+    if error.validator in ("anyOf", "oneOf"):
+        options = " or ".join(_wanted(_resolve(s, root)) for s in error.validator_value)
+        return f"config key '{where}': {error.instance!r} is not {options}"
+    message = f"config key '{where}': {error.message}"
+    array = error.validator == "type" and "array" in error.validator_value
+    if array and not isinstance(error.instance, dict | list):
+        message += f" (a list: [{error.instance}])"
+    return message
+
+
+def _new_entry_hint(path: list[Any], config: dict[str, Any], root: dict[str, Any]) -> str:
+    """For an incomplete entry of a map of named entries (models, benchmarks, ...) whose
+    name is close to another's: the override that made it probably misspelt that name
+    (``--config 'models={world_cc21m: {...}}'`` adds a model rather than changing one)."""
+    if not path or not isinstance(path[-1], str):
+        return ""
+    schema, siblings = root, config
+    for part in path[:-1]:
+        schema = _resolve(schema, root)
+        schema = schema.get("properties", {}).get(part, schema.get("additionalProperties"))
+        siblings = siblings.get(part) if isinstance(siblings, dict) else None
+        if not isinstance(schema, dict):
+            return ""
+    if not isinstance(siblings, dict):
+        return ""
+    if not isinstance(_resolve(schema, root).get("additionalProperties"), dict):
+        return ""
+    others = [str(name) for name in siblings if name != path[-1]]
+    close = difflib.get_close_matches(path[-1], others, n=1, cutoff=0.75)
+    return f" (a new entry: is '{path[-1]}' a misspelling of '{close[0]}'?)" if close else ""
 
 
 def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        schema = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    schema = _resolve(schema, root)
     if isinstance(instance, dict):
         for key, sub in schema.get("properties", {}).items():
             if key not in instance and "default" in sub:
@@ -102,18 +167,54 @@ def _canonical_order(instance: dict[str, Any], schema: dict[str, Any]) -> dict[s
     return {k: instance[k] for k in [*known, *sorted(set(instance) - set(known))]}
 
 
+def expand_dotted_keys(config: dict[str, Any]) -> dict[str, Any]:
+    """``config`` with each top-level key ``a.b.c`` set as ``config[a][b][c]``, into the
+    section as it is (its other keys kept: ``refine.grid: 20`` changes only the grid). A
+    dotted key wins over the same key written nested. The input is not changed.
+
+    Snakemake's ``--config`` refuses a dotted name before the workflow is read (Snakemake
+    8.17+: "Config entry must start with a valid identifier"); a dotted key arrives from a
+    config file or Snakemake's Python API. A name with a dot of its own (a model
+    ``vit.b32``) needs the nested form."""
+    out = {key: value for key, value in config.items() if not _dotted(key)}
+    for key, value in config.items():
+        if not _dotted(key):
+            continue
+        *sections, leaf = key.split(".")
+        if not all([*sections, leaf]):
+            raise ConfigError(f"invalid configuration:\n  config key '{key}': an empty name")
+        node = out
+        for depth, name in enumerate(sections):
+            child = node.get(name)
+            if child is not None and not isinstance(child, dict):
+                section = ".".join(sections[: depth + 1])
+                raise ConfigError(
+                    f"invalid configuration:\n  config key '{key}': '{section}' is "
+                    f"{child!r}, not a section"
+                )
+            node[name] = dict(child or {})
+            node = node[name]
+        node[leaf] = value
+    return out
+
+
+def _dotted(key: Any) -> bool:
+    return isinstance(key, str) and "." in key
+
+
 def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    """``instance`` with strings read as the numbers, booleans or nulls the schema asks for.
+    """``instance`` with strings read as the values the schema asks for.
 
     ``snakemake --config key={a: 1}`` reads nested values with YAML's BaseLoader, which keeps
-    every scalar a string ("400000", "true"): a string the schema does not accept where it
-    accepts what the text says as YAML (or as a float: "1e-3") becomes that value, and so
-    does one whose reading has the type the schema asks for (so that "0" where the key must
-    be positive is reported as 0, out of range). Anything else is left for the validator to
-    report, naming the key."""
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        schema = {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
+    every scalar a string ("400000", "true", "null"). A string is read as YAML reads the same
+    text in a config file (or as a float: YAML 1.1 keeps "1e-3" a string) where the schema
+    takes that reading: "null" is null where the key may be null, "3" is 3 where it takes a
+    name or a column index. Otherwise a string the schema takes stays a string ("007" for a
+    string key); one whose reading has the key's type but not its range becomes that
+    reading, so that the error names the value (0 is less than the minimum of 1). An
+    integral float is an int where the schema wants an integer (1e3: 1000). Anything else is
+    left for the validator to report, naming the key."""
+    schema = _resolve(schema, root)
     if isinstance(instance, dict):
         properties = schema.get("properties", {})
         extra = schema.get("additionalProperties")
@@ -127,24 +228,40 @@ def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]
         }
     if isinstance(instance, list) and isinstance(schema.get("items"), dict):
         return [coerce_to_schema(value, schema["items"], root) for value in instance]
-    if not isinstance(instance, str) or not schema or _accepts(schema, root, instance):
+    if not schema:
         return instance
-    readings = _readings(instance)
+    if isinstance(instance, float) and instance.is_integer() and _wants_integer(schema):
+        return int(instance)
+    if not isinstance(instance, str):
+        return instance
+    readings = _readings(instance, _wants_integer(schema))
     for reading in readings:
         if _accepts(schema, root, reading):
             return reading
+    if _accepts(schema, root, instance):
+        return instance
     for reading in readings:  # the type the key wants, out of range: the range is reported
         if "type" in schema and _accepts({"type": schema["type"]}, root, reading):
             return reading
     return instance
 
 
-def _readings(text: str) -> list[Any]:
+def _wants_integer(schema: dict[str, Any]) -> bool:
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    return "integer" in types and "number" not in types
+
+
+def _readings(text: str, integer: bool) -> list[Any]:
+    """What ``text`` says as YAML, and as a float, other than a string: the readings a
+    --config string may stand for (integral floats as integers where the key wants one)."""
     readings = []
     with contextlib.suppress(yaml.YAMLError):
         readings.append(yaml.safe_load(text))
     with contextlib.suppress(ValueError):
         readings.append(float(text))
+    if integer:
+        readings = [int(r) if isinstance(r, float) and r.is_integer() else r for r in readings]
     return [r for r in readings if not isinstance(r, str)]
 
 
@@ -156,11 +273,13 @@ def _accepts(schema: dict[str, Any], root: dict[str, Any], value: Any) -> bool:
 
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
     """Return a validated copy with defaults filled and presets registered; raise
-    ConfigError naming every bad key. Strings where the schema wants numbers, booleans or
-    nulls (``--config`` overrides) are read as such first (``coerce_to_schema``)."""
+    ConfigError naming every bad key. Dotted top-level keys are expanded first
+    (``expand_dotted_keys``), and strings where the schema wants numbers, booleans, nulls or
+    lists (``--config`` overrides) are read as such (``coerce_to_schema``)."""
     schema = load_schema()
-    filled = _checked(config, schema)
-    if not config.get("llm"):  # an empty llm block is no endpoint, as null is
+    expanded = expand_dotted_keys(config)
+    filled = _checked(expanded, schema)
+    if not expanded.get("llm"):  # an empty llm block is no endpoint, as null is
         filled["llm"] = None
     filled = _register_presets(filled)
     filled = drop_absent_eval_sets(filled)
@@ -189,7 +308,14 @@ def _checked(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     validator = jsonschema.Draft202012Validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
-        raise ConfigError("invalid configuration:\n  " + "\n  ".join(map(_describe, errors)))
+        lines, hinted = [], set()
+        for error in errors:
+            line, path = _describe(error, schema), list(error.absolute_path)
+            if error.validator in ("required", "dependentRequired") and str(path) not in hinted:
+                hinted.add(str(path))
+                line += _new_entry_hint(path, config, schema)
+            lines.append(line)
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     return _fill_defaults(copy.deepcopy(config), schema, schema)
 
 

@@ -11,7 +11,12 @@ with ``settings_from(cls, mapping, where)``, by the dataclass's fields:
 - a key left out takes the field's default (a field without one is an error);
 - values follow the field's type: a list becomes a tuple, a mapping a nested dataclass
   (recursively) or a dict of them, an integer a float where the field is a float (and an
-  integral float an int). Anything else is taken as it is: the schema checked it.
+  integral float an int);
+- a value where the field is a bool, int, float or str (or a union of them, None
+  included) must be of that type: "3" for an int field is an error naming the key and the
+  value, not a job that fails later (reading "3" as 3 is the config's work,
+  ``vlcomp.config.coerce_to_schema``). Other types are taken as they are: the schema
+  checked them.
 
 Nothing here knows the config or a stage: this is ground, it imports nothing of vlcomp.
 """
@@ -82,13 +87,32 @@ def _hints(cls: type) -> dict[str, Any]:
         return {}
 
 
+_SCALARS = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+
+
+def _is_scalar(value: Any, hint: type) -> bool:
+    """``value`` fits a field of type ``hint``: as in the config schema, true is no integer
+    (though Python's bool is an int) and an integer is a number."""
+    if hint is bool or isinstance(value, bool):
+        return hint is bool and isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float)
+    return isinstance(value, hint)
+
+
 def _convert(value: Any, hint: Any, where: str) -> Any:
     origin, args = typing.get_origin(hint), typing.get_args(hint)
     if origin in (typing.Union, types.UnionType):
         if value is None and type(None) in args:
             return None
         options = [a for a in args if a is not type(None)]
-        return _convert(value, options[0], where) if len(options) == 1 else value
+        if len(options) == 1:
+            return _convert(value, options[0], where)
+        scalars = [a for a in options if a in _SCALARS]
+        if len(scalars) == len(options) and not any(_is_scalar(value, a) for a in scalars):
+            wanted = " or ".join(_SCALARS[a] for a in scalars)
+            raise SettingsError(f"{where}: expected {wanted}, got {value!r}")
+        return value
     if isinstance(hint, type) and dataclasses.is_dataclass(hint):
         if isinstance(value, hint):
             return value
@@ -102,11 +126,11 @@ def _convert(value: Any, hint: Any, where: str) -> Any:
             raise SettingsError(f"{where}: expected a mapping, got {value!r}")
         item = args[1] if len(args) == 2 else Any
         return {k: _convert(v, item, f"{where}.{k}") for k, v in value.items()}
-    if hint is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
     if hint is int and isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
+        value = int(value)
+    if hint in _SCALARS and not _is_scalar(value, hint):
+        raise SettingsError(f"{where}: expected {_SCALARS[hint]}, got {value!r}")
+    return float(value) if hint is float else value
 
 
 def _tuple(value: Any, args: tuple[Any, ...], where: str) -> tuple[Any, ...]:

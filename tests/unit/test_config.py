@@ -486,33 +486,6 @@ def test_a_pasted_api_key_is_refused_without_being_echoed():
         assert f"config key '{key or 'llm.api_key_env'}'" in str(error.value)
 
 
-def _untyped(node, schema, path=""):
-    """Object schemas under ``node`` whose keys are not typed (no properties, or open)."""
-    if "$ref" in node:
-        node = {**schema["$defs"][node["$ref"].rsplit("/", 1)[1]], **node}
-        node.pop("$ref")
-    types = node.get("type", [])
-    found = []
-    if "object" in ([types] if isinstance(types, str) else types):
-        extra = node.get("additionalProperties")
-        if not isinstance(extra, dict) and (not node.get("properties") or extra is not False):
-            found.append(path or "<top>")
-    for key, sub in node.get("properties", {}).items():
-        found += _untyped(sub, schema, f"{path}.{key}".lstrip("."))
-    if isinstance(node.get("additionalProperties"), dict):
-        found += _untyped(node["additionalProperties"], schema, f"{path}.<name>")
-    if isinstance(node.get("items"), dict):
-        found += _untyped(node["items"], schema, f"{path}[]")
-    return found
-
-
-def test_the_schema_types_every_section():
-    from vlcomp.config import load_schema
-
-    schema = load_schema()
-    assert _untyped(schema, schema) == []
-
-
 def test_typed_sections_name_what_their_stages_read():
     """The schema's keys of a section are the keys its stage knows (a key added to one
     fails here until it is added to the other)."""

@@ -26,6 +26,8 @@ class Outer:
     inner: Inner = field(default_factory=lambda: Inner(1))
     table: Mapping[str, Inner] = field(default_factory=dict)
     limit: float | None = None
+    flag: bool = False
+    column: str | int = 0
 
 
 def test_fields_take_the_keys_and_the_defaults_the_rest():
@@ -36,6 +38,8 @@ def test_fields_take_the_keys_and_the_defaults_the_rest():
     assert settings_from(Outer, {"name": "x", "limit": None}, "s").limit is None
     assert settings_from(Outer, {"name": "x", "limit": 2}, "s").limit == 2.0
     assert settings_from(Outer, {"name": "x", "pair": [1, "a"]}, "s").pair == (1, "a")
+    assert settings_from(Outer, {"name": "x", "column": "id"}, "s").column == "id"
+    assert settings_from(Outer, {"name": "x", "column": 2, "flag": True}, "s").column == 2
 
 
 def test_nested_dataclasses_and_mappings_of_them_are_built():
@@ -58,6 +62,18 @@ def test_nested_dataclasses_and_mappings_of_them_are_built():
         ({"name": "x", "axes": "hv"}, "s.axes: expected a list, got 'hv'"),
         ({"name": "x", "pair": [1]}, "s.pair: expected 2 items, got 1"),
         ({"name": "x", "inner": 3}, "s.inner: expected a mapping, got 3"),
+        # a scalar of the wrong type: named here, not where a job uses it
+        ({"name": "x", "size": "3"}, "s.size: expected an integer, got '3'"),
+        ({"name": "x", "size": True}, "s.size: expected an integer, got True"),
+        ({"name": "x", "size": 2.5}, "s.size: expected an integer, got 2.5"),
+        ({"name": "x", "size": None}, "s.size: expected an integer, got None"),
+        ({"name": "x", "rate": "1e-3"}, "s.rate: expected a number, got '1e-3'"),
+        ({"name": 3}, "s.name: expected a string, got 3"),
+        ({"name": "x", "limit": "none"}, "s.limit: expected a number, got 'none'"),
+        ({"name": "x", "axes": ["h", 1]}, "s.axes[1]: expected a string, got 1"),
+        ({"name": "x", "inner": {"a": "1"}}, "s.inner.a: expected an integer, got '1'"),
+        ({"name": "x", "flag": "true"}, "s.flag: expected true or false, got 'true'"),
+        ({"name": "x", "column": 1.5}, "s.column: expected a string or an integer, got 1.5"),
     ],
 )
 def test_errors_name_the_key(mapping, message):
