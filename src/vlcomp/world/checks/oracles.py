@@ -726,11 +726,19 @@ def _false_negatives(
         type=negative_type(pl.col("family"), pl.col("target"))
     )
     negatives = truth.filter(~pl.col("is_positive"))
-    positives = truth.filter("is_positive").join(
-        negatives.select("item_id", "generator").unique("item_id"),
-        on="item_id",
-        how="inner",
-        suffix="_negative",
+    # a positive counts under each type of its item's negatives (a set's positive row has
+    # no type of its own)
+    positives = (
+        truth.filter("is_positive")
+        .select("item_id", "holds_apart")
+        .unique("item_id", keep="first", maintain_order=True)
+        .join(
+            negatives.select("item_id", "type", generator_negative="generator").unique(
+                ["item_id", "type"], maintain_order=True
+            ),
+            on="item_id",
+            how="inner",
+        )
     )
     generator_of = negatives.select("item_id", "type", "generator").unique(
         subset=["item_id", "type"]
@@ -757,6 +765,7 @@ def _false_negatives(
         own = positives.filter(pl.col("generator_negative") == generator)
         if ntype != "all":
             own = own.filter(pl.col("type") == ntype)
+        own = own.unique("item_id")
 
         acc = {
             name: in_sets.filter(pl.col("model") == ORACLE_PREFIX + name)["correct"].mean()
