@@ -261,3 +261,36 @@ def test_balancing_steps_alone():
     ]
     assert gap.count(1) == gap.count(-1) == 40 - dropped.height - gap.count(1)
     assert dropped["reason"].str.starts_with("negative longer over-represented").all()
+
+
+def test_the_panel_holds_the_corpus_attacks_and_they_end_at_chance():
+    from vlcomp.refine.debias import Panel
+
+    table = pl.concat(
+        [candidates(converse_items(150)), candidates(relation_items(450, seed=1), start=150)]
+    )
+    # a generator that writes "above" into every relation negative, as the benchmark does
+    training = pl.DataFrame(
+        [(p, n[0], "replace", "rel") for p, n in converse_items(400, seed=7)],
+        schema=["positive", "negative", "family", "target"],
+        orient="row",
+    )
+    from vlcomp.refine.attacks import text_key
+
+    texts = table["text"].unique().sort().to_list()
+    scores = pl.DataFrame(
+        {
+            "scorer": "length",
+            "text_key": [text_key(t) for t in texts],
+            "score": [float(len(t)) for t in texts],
+        }
+    )
+    panel = Panel(scores={"c": scores}, training={"c": training})
+    result = debias(table, panel=panel)
+    attacks = set(result.before["attack"])
+    assert {"generator@c", "score:length@c"} <= attacks, attacks
+    before = result.before.filter(
+        (pl.col("type") == "replace_rel") & (pl.col("attack") == "generator@c")
+    )
+    assert before["accuracy"][0] > 0.6
+    assert_at_chance(result, "replace_rel", ["generator@c", "score:length@c", WORD_PRIOR])

@@ -554,6 +554,24 @@ def attack_inputs(wildcards):
     }
 
 
+def folder_benchmark(table):
+    """The benchmark of a candidate table's folder ("crepe_systematicity/cc12m")."""
+    return table.split("/")[0]
+
+
+def debias_inputs(wildcards):
+    """A candidate table and what its debiasing panel's corpus attacks read (the same as
+    the benchmark's certificate)."""
+    benchmark = folder_benchmark(wildcards.table)
+    generators = attack_generators(benchmark)
+    return {
+        "candidates": f"results/negatives/{wildcards.table}/candidates.parquet",
+        "scores": list(attack_scores(benchmark).values()),
+        "negatives": [negatives for negatives, _ in generators.values()],
+        "captions": [shard for _, shards in generators.values() for shard in shards],
+    }
+
+
 def attack_settings():
     """What the blind attacks read of config `attacks`: every key."""
     return config_keys(("attacks",), ("folds", "seed", "bootstrap_resamples"))

@@ -60,7 +60,7 @@ rule blind_baselines:
 
 rule debias_candidates:
     input:
-        "results/negatives/{table}/candidates.parquet",
+        unpack(debias_inputs),
     output:
         candidates="results/negatives/{table}/debiased/candidates.parquet",
         types="results/negatives/{table}/debiased/types.parquet",
@@ -72,6 +72,8 @@ rule debias_candidates:
     conda:
         "../envs/vlcomp.yaml"
     params:
+        scores=lambda wc: attack_scores(folder_benchmark(wc.table)),
+        generators=lambda wc: attack_generators(folder_benchmark(wc.table)),
         settings=attack_settings(),
     message:
         "Debiasing {wildcards.table}: dropping what the blind attacks predict"

@@ -6,14 +6,16 @@ from vlcomp.joblog import job_log
 from vlcomp.refine.jobs import AttackSettings, debias_stage
 from vlcomp.settings import settings_from
 
-settings, output = snakemake.params.settings, snakemake.output
+params, output = snakemake.params, snakemake.output
 with job_log(snakemake.log[0]) as log:
     debias_stage(
-        snakemake.input[0],
+        snakemake.input.candidates,
+        scores=params.scores,
+        generators=params.generators,
         candidates_out=output.candidates,
         types_out=output.types,
         dropped_out=output.dropped,
-        settings=settings_from(AttackSettings, settings, "attacks"),
+        settings=settings_from(AttackSettings, params.settings, "attacks"),
         log=log,
     )
     log(f"wrote {output.candidates}")

@@ -453,6 +453,39 @@ def predict_attacks(
     return pl.concat(frames).select(list(PREDICTIONS_SCHEMA))
 
 
+def score_predictions(
+    pairs: pl.DataFrame, scores: Mapping[str, pl.DataFrame], seed: int = 0
+) -> pl.DataFrame:
+    """``score:<scorer>@<corpus>``: each scorer of each training corpus's score table
+    (``scores``: corpus -> ``SCORES_SCHEMA``), cross-fitted like the text attacks."""
+    frames = [pl.DataFrame(schema=PREDICTIONS_SCHEMA)]
+    for corpus, corpus_scores in scores.items():
+        names = panel_attacks(corpus_scores)[len(ATTACKS) :]
+        frames.append(
+            predict_attacks(pairs, names, scores=corpus_scores, seed=seed)
+            .with_columns(pl.format("{}@{}", "attack", pl.lit(corpus)).alias("attack"))
+        )  # fmt: skip
+    return pl.concat(frames)
+
+
+def generator_predictions(
+    pairs: pl.DataFrame, training: Mapping[str, pl.DataFrame], seed: int = 0
+) -> pl.DataFrame:
+    """``generator@<corpus>``: ``context`` fitted on each corpus's generated training pairs
+    (``training``: corpus -> pairs), no folds: a pair's decision depends on that pair and the
+    training pairs only. Without any corpus, ``generator`` with its note."""
+    if not training:
+        return predict_attacks(pairs, [GENERATOR], training=None, seed=seed)
+    return pl.concat(
+        [
+            predict_attacks(pairs, [GENERATOR], training=generated, seed=seed).with_columns(
+                attack=pl.lit(f"{GENERATOR}@{corpus}", dtype=pl.String)
+            )
+            for corpus, generated in training.items()
+        ]
+    )
+
+
 # ------------------------------------------------------------------------ results
 
 

@@ -47,8 +47,8 @@ family, target and ids are read, never an image or a ground truth.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import polars as pl
@@ -64,8 +64,10 @@ from vlcomp.refine.attacks import (
     attack_pairs,
     credit,
     folds,
+    generator_predictions,
     pair_type,
     predict_attacks,
+    score_predictions,
     stable_int,
 )
 from vlcomp.refine.candidates import ITEM_KEY
@@ -122,16 +124,27 @@ TYPES_SCHEMA: dict[str, pl.DataType] = {
 
 @dataclass(frozen=True, eq=False)
 class Panel:
-    """The attacks a debiased benchmark must defeat (``attacks.predict_attacks``'s
-    arguments: score attacks need ``scores``, the generator attack ``training``), the folds
-    and bootstrap resamples of its accuracy, and the margin over chance it may keep."""
+    """The attacks a debiased benchmark must defeat: the text attacks (``attacks``), a
+    ``score:<scorer>@<corpus>`` attack per scorer of each training corpus's score table
+    (``scores``: corpus -> ``SCORES_SCHEMA``) and a ``generator@<corpus>`` attack per
+    corpus's generated training pairs (``training``), as the certificate runs them; the folds
+    and bootstrap resamples of its accuracy, and the margin over chance it may keep.
+    ``generated``: the generator attacks' decisions, made once for every pair (they need no
+    folds; ``with_generated``)."""
 
     attacks: Sequence[str] = TEXT_ATTACKS
-    scores: pl.DataFrame | None = None
-    training: pl.DataFrame | None = None
+    scores: Mapping[str, pl.DataFrame] = field(default_factory=dict)
+    training: Mapping[str, pl.DataFrame] = field(default_factory=dict)
     k: int = 5
     resamples: int = 1000
     margin: float = MARGIN
+    generated: pl.DataFrame | None = None
+
+    def with_generated(self, pairs: pl.DataFrame, seed: int) -> Panel:
+        """The panel with the generator attacks' decisions on ``pairs`` made."""
+        if not self.training or self.generated is not None:
+            return self
+        return replace(self, generated=generator_predictions(pairs, self.training, seed))
 
     def run(self, pairs: pl.DataFrame, seed: int) -> tuple[pl.DataFrame, pl.DataFrame]:
         """(results, predictions) of the panel on ``pairs``, folds drawn with ``seed``."""
@@ -139,8 +152,14 @@ class Panel:
             return pl.DataFrame(schema=RESULTS_SCHEMA), pl.DataFrame()
         fold = folds(pairs["benchmark"].to_list(), pairs["item_id"].to_list(), self.k, seed)
         pairs = pairs.with_columns(fold=pl.Series(fold, dtype=pl.Int64))
-        attacks = list(self.attacks)
-        predictions = predict_attacks(pairs, attacks, self.scores, self.training, seed=seed)
+        frames = [
+            predict_attacks(pairs, list(self.attacks), seed=seed),
+            score_predictions(pairs, self.scores, seed),
+        ]
+        if self.generated is not None:
+            keys = pairs.select("benchmark", "pair_id")
+            frames.append(self.generated.join(keys, on=["benchmark", "pair_id"], how="semi"))
+        predictions = pl.concat(frames)
         return attack_accuracy(pairs, predictions, self.resamples, seed), predictions
 
     def splits(
@@ -400,8 +419,8 @@ def debias(
     """Balance changes, then lengths, where the panel finds them off chance, then AFLite;
     the kept candidates (``CANDIDATES_SCHEMA`` items, 1+N or 1+1), the per-type table, the
     dropped pairs and the panel before and after (see the module's docstring)."""
-    panel = panel or Panel()
-    pairs = attack_pairs(candidates, CANDIDATES, panel.k, seed)
+    pairs = attack_pairs(candidates, CANDIDATES, (panel or Panel()).k, seed)
+    panel = (panel or Panel()).with_generated(pairs, seed)
     before, _ = panel.run(pairs, seed)
     prior = panel.off_chance(before, above_only=True).filter(pl.col("attack").is_in(PRIOR_ATTACKS))
     changed, by_changes = balance_changes(pairs, seed, _groups(prior))

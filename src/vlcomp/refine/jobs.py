@@ -171,6 +171,21 @@ def _generator_pairs(negatives: str | Path, captions: Sequence[str | Path]) -> p
     )
 
 
+def _corpus_inputs(
+    scores: Mapping[str, str | Path],
+    generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
+    log: Log,
+) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame]]:
+    """The corpus attacks' inputs read: corpus -> score table, corpus -> generated training
+    pairs (``_generator_pairs``)."""
+    scored = {corpus: pl.read_parquet(path) for corpus, path in scores.items()}
+    training = {}
+    for corpus, (negatives, captions) in generators.items():
+        training[corpus] = _generator_pairs(negatives, captions)
+        log(f"generator@{corpus}: {training[corpus].height} generated training pairs")
+    return scored, training
+
+
 def attacks_stage(
     parts: Mapping[str, str | Path],
     shape: str,
@@ -194,11 +209,7 @@ def attacks_stage(
     (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
     and a figure with one bar per attack. ``debiased`` (label -> debiased candidates) adds
     the same panel on the debiased variant (``variant`` "debiased")."""
-    scored = {corpus: pl.read_parquet(path) for corpus, path in scores.items()}
-    training = {}
-    for corpus, (negatives, captions) in generators.items():
-        training[corpus] = _generator_pairs(negatives, captions)
-        log(f"generator@{corpus}: {training[corpus].height} generated training pairs")
+    scored, training = _corpus_inputs(scores, generators, log)
     certificate, predictions = _certificate(parts, shape, scored, training, settings, log)
     if debiased:
         variant, _ = _certificate(debiased, shape, scored, training, settings, log, DEBIASED)
@@ -238,23 +249,13 @@ def _certificate(
         log(f"{benchmark}: {attacks.BALANCED_BY_DESIGN[shape]}")
     else:
         pairs = attacks.attack_pairs(table, shape, folds, seed)
-        frames = [attacks.predict_attacks(pairs, base, seed=seed)]
-        for corpus, corpus_scores in scores.items():
-            names = attacks.panel_attacks(corpus_scores)[len(attacks.ATTACKS) :]
-            frames.append(
-                attacks.predict_attacks(pairs, names, scores=corpus_scores, seed=seed)
-                .with_columns(pl.format("{}@{}", "attack", pl.lit(corpus)).alias("attack"))
-            )  # fmt: skip
-        for corpus, generated in training.items():
-            frames.append(
-                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=generated, seed=seed)
-                .with_columns(attack=pl.lit(f"{attacks.GENERATOR}@{corpus}", dtype=pl.String))
-            )  # fmt: skip
-        if not training:
-            frames.append(
-                attacks.predict_attacks(pairs, [attacks.GENERATOR], training=None, seed=seed)
-            )
-        predictions = pl.concat(frames)
+        predictions = pl.concat(
+            [
+                attacks.predict_attacks(pairs, base, seed=seed),
+                attacks.score_predictions(pairs, scores, seed),
+                attacks.generator_predictions(pairs, training, seed),
+            ]
+        )
         results = attacks.attack_accuracy(pairs, predictions, resamples, seed)
         log(f"{benchmark}: {pairs.height} pairs of {pairs['item_id'].n_unique()} items, "
             f"{predictions['attack'].n_unique()} attacks")  # fmt: skip
@@ -288,6 +289,8 @@ def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
 def debias_stage(
     candidates: str | Path,
     *,
+    scores: Mapping[str, str | Path] | None = None,
+    generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]] | None = None,
     candidates_out: str | Path,
     types_out: str | Path,
     dropped_out: str | Path,
@@ -298,9 +301,13 @@ def debias_stage(
     (candidates contract), the items kept per type with the best attack before and after,
     and every dropped pair with the step and reason. Fails, saying why, when it keeps no
     pair; one that keeps fewer than a type needs to be certified says so in its metadata
-    (``NOTE_KEY``) and the log."""
+    (``NOTE_KEY``) and the log. The panel is the certificate's: the text attacks, and with
+    ``scores`` and ``generators`` (as ``attacks_stage`` takes them) the corpus attacks."""
     table = pl.read_parquet(candidates)
-    panel = debiasing.Panel(k=settings.folds, resamples=settings.bootstrap_resamples)
+    scored, training = _corpus_inputs(scores or {}, generators or {}, log)
+    panel = debiasing.Panel(
+        scores=scored, training=training, k=settings.folds, resamples=settings.bootstrap_resamples
+    )
     result = debiasing.debias(table, settings.seed, panel)
     for row in result.types.iter_rows(named=True):
         log(str(row))
