@@ -342,8 +342,9 @@ def test_tokenisation_is_the_text_layer():
 
 
 def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
+    from vlcomp.certificate import best_attack_table
     from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA, AttackSettings, attacks_stage
-    from vlcomp.report.attacks import HACKABLE, attacks_markdown, best_attack_table
+    from vlcomp.report.attacks import HACKABLE, attacks_markdown
 
     candidates = tmp_path / "candidates.parquet"
     _length_pairs(120, 1.0).write_parquet(candidates)

@@ -450,6 +450,7 @@ def test_job_writes_report_tables_and_figures(tmp_path):
     assert row(fam, variant="generated", predictor="clip", type="all")["accuracy"] == 0.6
     assert "ngram" in set(fam["predictor"])
     assert result["summary"]["generated"]["same_words_share"] == 0.5
+    assert "Blind attacks" not in md  # no certificate given
     # Same inputs, same bytes.
     again = audit_job(out_dir=str(tmp_path / "again"), **kwargs)
     for key, path in result["paths"].items():
@@ -673,3 +674,35 @@ def test_sugarcrepe_swap_types_against_factual(tmp_path):
     md = (tmp_path / "out" / "audit.md").read_text()
     assert "| published_refined | as published (refined by its authors) | 911 |" in md
     assert "| published_unrefined | as published (unrefined) |" in md
+
+
+def test_the_audit_carries_the_certificate(tmp_path):
+    from vlcomp.audit.report import certificate_blocks
+    from vlcomp.certificate import best_attack_table
+    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
+
+    rows = [
+        (
+            "toy",
+            "toy",
+            "as_generated",
+            "swap_att",
+            "context",
+            0.71,
+            0.68,
+            0.74,
+            900,
+            900,
+            None,
+            0.5,
+        ),
+        ("toy", "toy", "as_generated", "swap_att", "length", 0.5, 0.5, 0.5, 900, 0, None, 0.5),
+        ("toy", "toy", "debiased", "swap_att", "context", 0.52, 0.48, 0.55, 600, 600, None, 0.5),
+    ]
+    path = tmp_path / "attacks.parquet"
+    pl.DataFrame(rows, schema=ATTACK_CERTIFICATE_SCHEMA, orient="row").write_parquet(path)
+    (_, _), (_, table) = certificate_blocks(best_attack_table([path]))
+    assert table.select("variant", "best attack", "accuracy", "verdict").rows() == [
+        ("as_generated", "context", 0.71, "hackable"),
+        ("debiased", "context", 0.52, "at chance"),
+    ]

@@ -136,7 +136,7 @@ def _certificate(path: Path, rows: list[tuple]) -> Path:
 
 
 def test_overview_names_the_variant_and_the_best_blind_attack(tables, tmp_path):
-    from vlcomp.report.attacks import best_attack_table
+    from vlcomp.certificate import best_attack_table
 
     tables[0] = _debiased(tables[0])
     certificate = _certificate(tmp_path / "attacks.parquet", [

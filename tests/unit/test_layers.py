@@ -22,8 +22,8 @@ ROOT = "vlcomp"
 # Bottom to top; a package may import its own layer and the ones below.
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 ground: text, files, contracts, the tables' vocabulary and typed settings
-    ("text", "io", "contracts", "vocabulary", "errors", "redact", "machine", "joblog",
-     "figure_files", "wordnet_setup", "schemas", "settings"),
+    ("text", "io", "contracts", "vocabulary", "certificate", "errors", "redact", "machine",
+     "joblog", "figure_files", "wordnet_setup", "schemas", "settings"),
     # 2 data
     ("ingest", "parse", "counts", "importers", "scorers", "llm"),
     # 3 benchmark building

@@ -186,6 +186,7 @@ rule audit_benchmark:
             f"results/metrics/{wc.benchmark}.parquet" if EVAL_MODELS else []
         ),
         predicate_map=predicate_map_input(),
+        certificate="results/blind/{benchmark}/attacks.parquet",
     output:
         report=report(
             "results/audit/{benchmark}/{corpus}/audit.md",

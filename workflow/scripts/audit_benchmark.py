@@ -30,4 +30,5 @@ with job_log(snakemake.log[0]) as log:
         str(Path(snakemake.output.report).parent),
         log,
         min_count=params.get("min_count") or 1,
+        certificate=inputs.get("certificate") or None,
     )

@@ -16,6 +16,7 @@ from vlcomp.audit.familiarity import model_accuracy_table
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import audit_blocks, render_html, render_markdown
 from vlcomp.audit.variants import VariantInfo, describe_variant, prepare_candidates, unique_keys
+from vlcomp.certificate import best_attack_table
 from vlcomp.contracts import GRAPH_SCHEMA, NOTE_KEY, SCORES_SCHEMA, conform
 from vlcomp.counts.counts import read_counts, read_totals
 from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
@@ -118,12 +119,15 @@ def audit_job(
     min_count: int = 1,
     min_reference_captions: int = DEFAULT_MIN_REFERENCE_CAPTIONS,
     refinement_corpus: str | None = None,
+    certificate: str | Path | None = None,
 ) -> dict[str, Any]:
     """Audit one benchmark (see ``vlcomp.audit.checks`` for the checks) and write under
     ``out_dir``: ``audit.md``, ``audit.html`` (self-contained), the tables as Parquet
     (``reference``, ``blind``, ``order_blind``, ``bindsplit_items``, ``composition``,
     ``seen_shares``, ``binding_labels``, ``buckets``, ``familiarity``, ``graphs``) and the
-    figures (``blind_accuracy``, ``seen_shares``, ``composition``; PNG + PDF).
+    figures (``blind_accuracy``, ``seen_shares``, ``composition``; PNG + PDF). With
+    ``certificate`` (the benchmark's ``results/blind/<benchmark>/attacks.parquet``), the
+    report's last section is its best attack per variant and type with the verdict.
 
     ``candidates``: the benchmark's candidates (``CANDIDATES_SCHEMA``), optionally with
     ``refined_candidates`` (a refined subset): the audit's variants, each named for what it
@@ -246,7 +250,10 @@ def audit_job(
         f"model metric tables: {len(model_metrics)}",
     ]
     sizes = {k: (v["item_id"].n_unique(), v.height) for k, v in variants.items()}
-    blocks = audit_blocks(tables, benchmark, inputs, figures, sizes)
+    best = best_attack_table([certificate]) if certificate is not None else None
+    if certificate is not None:
+        inputs.append(f"blind-attack certificate: {certificate}")
+    blocks = audit_blocks(tables, benchmark, inputs, figures, sizes, best)
     md, page = out / "audit.md", out / "audit.html"
     _write_text(md, render_markdown(blocks, out))
     title = f"Audit of {benchmark} against {reference_name}"

@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 from vlcomp.refine.report import markdown_table
+from vlcomp.vocabulary import CERTIFICATE_MARGIN
 
 _NUMBER_LIKE = re.compile(r"^(?:[+-]?\d|n/a)")
 
@@ -507,9 +508,12 @@ def audit_blocks(
     inputs: Sequence[str],
     figures: dict[str, Path],
     variant_sizes: dict[str, tuple[int, int]] | None = None,
+    certificate: pl.DataFrame | None = None,
 ) -> list[Block]:
     """The report's blocks for ``tables`` (``vlcomp.audit.checks.AuditTables``);
-    ``variant_sizes``: variant key -> (items, candidate texts) for the variants table."""
+    ``variant_sizes``: variant key -> (items, candidate texts) for the variants table;
+    ``certificate``: the benchmark's blind-attack certificate read
+    (``certificate.best_attack_table``), a last section."""
     ref = tables.reference
     tie = tables.tie_policy
     ties_text = (
@@ -564,4 +568,39 @@ def audit_blocks(
 
     blocks.append(("h", 2, "4. Familiarity shortcut"))
     blocks += _familiarity_blocks(tables, ties_text)
+    if certificate is not None:
+        blocks.append(("h", 2, "5. Blind attacks (the benchmark's certificate)"))
+        blocks += certificate_blocks(certificate)
     return blocks
+
+
+def certificate_blocks(best: pl.DataFrame) -> list[Block]:
+    """The certificate's best attack per part, variant and type
+    (``certificate.best_attack_table`` rows) with its interval, n and verdict."""
+    if best.is_empty():
+        return [("p", "The certificate holds no row.")]
+    table = best.select(
+        "part",
+        "variant",
+        "type",
+        pl.col("attack").fill_null("—").alias("best attack"),
+        "accuracy",
+        pl.format("[{}, {}]", pl.col("ci_low").round(3), pl.col("ci_high").round(3))
+        .fill_null("")
+        .alias("95% CI"),
+        (pl.col("accuracy") - pl.col("chance")).alias("over chance"),
+        "n",
+        pl.col("status").alias("verdict"),
+    )
+    return [
+        (
+            "p",
+            "The most accurate of the panel of text-only attacks (`vlcomp.refine.attacks`: "
+            "length, changed-word prior, logistic regressions on the changed words and their "
+            "bigrams, the training corpora's text scorers, a model trained on the generator's "
+            "own training negatives), cross-fitted over folds of the items, bootstrap 95 % "
+            "interval, a tie counts 1/2, over (positive, negative) pairs. *at chance*: every "
+            f"attack at most chance + {CERTIFICATE_MARGIN} with its interval covering chance.",
+        ),
+        ("table", table),
+    ]

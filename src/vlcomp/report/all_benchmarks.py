@@ -157,7 +157,7 @@ def _cell(row: Mapping | None, with_part: bool) -> str:
 
 def blind_cells(table: pl.DataFrame, best_blind: pl.DataFrame | None) -> dict[str, str]:
     """column -> the best blind attack's accuracy over all types on the column's benchmark,
-    variant and part (``report.attacks.best_attack_table`` rows), for the overview's "best
+    variant and part (``certificate.best_attack_table`` rows), for the overview's "best
     blind attack" row. Over (positive, negative) pairs: the same measure as a 1+1
     benchmark's accuracy, a lower bound of what the texts give away for R@1 over sets."""
     if best_blind is None or best_blind.is_empty():

@@ -24,6 +24,7 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.certificate import best_attack_table
 from vlcomp.figure_files import plt, save_figure
 from vlcomp.io import write_with
 from vlcomp.report.accounting import (
@@ -35,7 +36,7 @@ from vlcomp.report.accounting import (
     score_kinds_text,
 )
 from vlcomp.report.all_benchmarks import overview_markdown, overview_table
-from vlcomp.report.attacks import attacks_markdown, best_attack_table
+from vlcomp.report.attacks import attacks_markdown
 from vlcomp.report.plots import (
     NO_ITEMS,
     bar_legend,
