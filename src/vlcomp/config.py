@@ -33,7 +33,12 @@ class ConfigError(ValueError):
 
 @functools.cache
 def _parsed_schema() -> dict[str, Any]:
-    return yaml.safe_load(files("vlcomp").joinpath("schemas/config.schema.yaml").read_text())
+    """The schema file with the eval-set formats filled in from their registries (the two
+    eval-set readers and ``vlcomp.importers.registry.FORMATS``): a new importer is registered
+    in one place."""
+    schema = yaml.safe_load(files("vlcomp").joinpath("schemas/config.schema.yaml").read_text())
+    schema["$defs"]["eval_set"]["properties"]["format"]["enum"] = list(EVAL_SET_SOURCES)
+    return schema
 
 
 def load_schema() -> dict[str, Any]:
