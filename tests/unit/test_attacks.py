@@ -439,6 +439,46 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
         debias_stage(candidates, **outputs)
 
 
+def test_a_part_is_debiased_with_the_certificates_folds(tmp_path):
+    """A CREPE set per corpus: each part's table is debiased reading its items as the
+    certificate does (``<part>/<item_id>``), so the certificate's verdict on the debiased
+    variant is the debiasing's own."""
+    from vlcomp.refine.attacks import TEXT_ATTACKS
+    from vlcomp.refine.jobs import AttackSettings, attacks_stage, debias_stage
+
+    settings = AttackSettings(bootstrap_resamples=100)
+    candidates = tmp_path / "candidates.parquet"
+    _length_pairs(300, 0.7).write_parquet(candidates)
+    parts, debiased = {}, {}
+    for part in ("cc12m", "laion"):
+        out = {k: tmp_path / f"{part}_{k}.parquet" for k in ("candidates", "types", "dropped")}
+        debias_stage(
+            candidates, part=part, candidates_out=out["candidates"], types_out=out["types"],
+            dropped_out=out["dropped"], settings=settings, log=lambda m: None,
+        )  # fmt: skip
+        kept = pl.read_parquet(out["candidates"])
+        assert kept.columns == pl.read_parquet(candidates).columns
+        assert not kept["item_id"].str.starts_with(f"{part}/").any()
+        parts[part], debiased[part] = candidates, out["candidates"]
+        types = pl.read_parquet(out["types"])
+        assert set(types["part"]) == {part}
+    table = tmp_path / "attacks.parquet"
+    attacks_stage(
+        parts, "candidates", debiased=debiased, scores={}, generators={}, table_out=table,
+        predictions_out=tmp_path / "p.parquet", figure_png=tmp_path / "a.png",
+        figure_pdf=tmp_path / "a.pdf", settings=settings, log=lambda m: None,
+    )  # fmt: skip
+    certificate = pl.read_parquet(table).filter(
+        (pl.col("variant") == "debiased") & (pl.col("type") == "replace_att")
+    )
+    for part in ("cc12m", "laion"):
+        after = pl.read_parquet(tmp_path / f"{part}_types.parquet").row(0, named=True)
+        mine = certificate.filter(
+            (pl.col("part") == part) & pl.col("attack").is_in(list(TEXT_ATTACKS))
+        ).sort("accuracy", descending=True)  # the generator's note row: no training pairs
+        assert mine["accuracy"][0] == pytest.approx(after["accuracy_after"])
+
+
 def test_bootstrap_interval_packed_sums_equal_float_sums():
     from vlcomp.refine.attacks import bootstrap_interval
 

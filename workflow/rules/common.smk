@@ -559,6 +559,16 @@ def folder_benchmark(table):
     return table.split("/")[0]
 
 
+def debias_part(table):
+    """A candidate table's label in its benchmark's certificate when that has several parts
+    (a CREPE set per corpus), else None."""
+    parts = attack_parts(folder_benchmark(table))
+    if len(parts) < 2:
+        return None
+    path = f"results/negatives/{table}/candidates.parquet"
+    return next(label for label, part in parts.items() if part == path)
+
+
 def debias_inputs(wildcards):
     """A candidate table and what its debiasing panel's corpus attacks read (the same as
     the benchmark's certificate)."""

@@ -12,6 +12,7 @@ with job_log(snakemake.log[0]) as log:
         snakemake.input.candidates,
         scores=params.scores,
         generators=params.generators,
+        part=params.part,
         candidates_out=output.candidates,
         types_out=output.types,
         dropped_out=output.dropped,

@@ -347,10 +347,14 @@ def score_values(scores: pl.DataFrame, scorer: str, texts: Sequence[str]) -> dic
 
 def cross_fit(pairs: pl.DataFrame, fit: Fit, per_type: bool = True) -> np.ndarray:
     """d(positive, negative) of every pair (``PAIRS_SCHEMA``) from an attack fitted on the
-    other folds' pairs (of the same type when ``per_type``); 0 where there are none."""
+    other folds' pairs of the same part (and type when ``per_type``); 0 where there are
+    none. Parts are fitted apart: a benchmark's parts may hold the same items (a CREPE set
+    per corpus), whose positives one part's training folds would otherwise give away."""
     pos, neg = pairs["positive"].to_numpy(), pairs["negative"].to_numpy()
     fold = pairs["fold"].to_numpy()
-    group = pairs["type"].to_numpy() if per_type else np.zeros(pairs.height, dtype=int)
+    keys = ["part", "type"] if per_type else ["part"]
+    group = pairs.select(pl.concat_str(keys, separator="\x1f", ignore_nulls=True))
+    group = group.to_series().to_numpy()
     d = np.zeros(pairs.height)
     for g in sorted(set(group.tolist())):
         in_group = group == g

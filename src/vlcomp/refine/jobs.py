@@ -291,6 +291,7 @@ def debias_stage(
     *,
     scores: Mapping[str, str | Path] | None = None,
     generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]] | None = None,
+    part: str | None = None,
     candidates_out: str | Path,
     types_out: str | Path,
     dropped_out: str | Path,
@@ -302,13 +303,30 @@ def debias_stage(
     and every dropped pair with the step and reason. Fails, saying why, when it keeps no
     pair; one that keeps fewer than a type needs to be certified says so in its metadata
     (``NOTE_KEY``) and the log. The panel is the certificate's: the text attacks, and with
-    ``scores`` and ``generators`` (as ``attacks_stage`` takes them) the corpus attacks."""
+    ``scores`` and ``generators`` (as ``attacks_stage`` takes them) the corpus attacks.
+    ``part``: the table's label in a certificate of several parts (a CREPE set per corpus),
+    whose item ids it reads as ``<part>/<item_id>``: the debiasing then draws the
+    certificate's folds and intervals, and its verdict is the certificate's."""
     table = pl.read_parquet(candidates)
+    if part is not None:
+        table = table.with_columns(
+            part=pl.lit(part, dtype=pl.String), item_id=pl.format("{}/{}", pl.lit(part), "item_id")
+        )
     scored, training = _corpus_inputs(scores or {}, generators or {}, log)
     panel = debiasing.Panel(
         scores=scored, training=training, k=settings.folds, resamples=settings.bootstrap_resamples
     )
     result = debiasing.debias(table, settings.seed, panel)
+    if part is not None:  # the table's own item ids again
+        own = pl.col("item_id").str.strip_prefix(f"{part}/")
+        table = table.drop("part").with_columns(item_id=own)
+        result = debiasing.DebiasResult(
+            result.candidates.drop("part").with_columns(item_id=own),
+            result.types,
+            result.dropped.with_columns(item_id=own),
+            result.before,
+            result.after,
+        )
     for row in result.types.iter_rows(named=True):
         log(str(row))
     statuses = "; ".join(f"{r['type']}: {r['status']}" for r in result.types.iter_rows(named=True))
