@@ -15,7 +15,7 @@ with ``settings_from(cls, mapping, where)``, by the dataclass's fields:
 - a value where the field is a bool, int, float or str (or a union of them, None
   included) must be of that type: "3" for an int field is an error naming the key and the
   value, not a job that fails later (reading "3" as 3 is the config's work,
-  ``vlcomp.config.coerce_to_schema``). Other types are taken as they are: the schema
+  ``vlcomp.config.overrides.coerce_to_schema``). Other types are taken as they are: the schema
   checked them.
 
 Nothing here knows the config or a stage: this is ground, it imports nothing of vlcomp.

@@ -236,7 +236,7 @@ def test_senses_default_is_the_generators_and_fits_real_corpora(default_config):
 
 
 def test_config_readme_documents_every_key():
-    from vlcomp.config import config_docs
+    from vlcomp.config.docs import config_docs
 
     assert (REPO / "config" / "README.md").read_text() == config_docs(), (
         "config/README.md is stale: run `python -m vlcomp.config > config/README.md`"
@@ -313,7 +313,7 @@ def test_presets_are_valid_once_their_files_exist(tmp_path):
 
 
 def test_readme_corpus_formats_are_what_the_format_registry_renders():
-    from vlcomp.config import FORMATS_BEGIN, FORMATS_END
+    from vlcomp.config.docs import FORMATS_BEGIN, FORMATS_END
     from vlcomp.ingest.job import format_docs
 
     readme = (REPO / "config" / "README.md").read_text()
@@ -329,7 +329,7 @@ def test_readme_corpus_formats_are_what_the_format_registry_renders():
 def test_every_format_and_option_is_documented(monkeypatch):
     import dataclasses
 
-    from vlcomp.config import load_schema
+    from vlcomp.config.schema import load_schema
     from vlcomp.ingest import job, readers
 
     enum = load_schema()["properties"]["corpora"]["additionalProperties"]["properties"]
@@ -353,7 +353,7 @@ def test_every_format_and_option_is_documented(monkeypatch):
 
 
 def test_split_legend_names_every_label():
-    from vlcomp.config import SPLIT_LABELS, config_docs
+    from vlcomp.config.docs import SPLIT_LABELS, config_docs
     from vlcomp.evaluate.embed import MISSING, UNREADABLE
 
     assign = importlib.import_module("vlcomp.splits.assign")  # the package exports a function
@@ -370,7 +370,7 @@ def test_split_legend_names_every_label():
 
 
 def test_clip_to_image_is_documented_with_its_default():
-    from vlcomp.config import load_schema
+    from vlcomp.config.schema import load_schema
     from vlcomp.ingest.vg import RegionFilters
 
     eval_set = load_schema()["$defs"]["eval_set"]["properties"]
@@ -491,7 +491,7 @@ def test_typed_sections_name_what_their_stages_read():
     fails here until it is added to the other)."""
     import dataclasses
 
-    from vlcomp.config import load_schema
+    from vlcomp.config.schema import load_schema
     from vlcomp.importers.registry import FORMATS as IMPORTED
     from vlcomp.ingest import job, readers
     from vlcomp.ingest.rules import CaptionRules
@@ -535,7 +535,7 @@ def test_typed_sections_name_what_their_stages_read():
 
 
 def test_tiny_gpt2_settings_are_the_scorers():
-    from vlcomp.config import load_schema
+    from vlcomp.config.schema import load_schema
     from vlcomp.scorers.tiny_gpt2 import DEFAULT_SETTINGS
 
     scorer = load_schema()["properties"]["scorers"]["properties"]["tiny_gpt2"]

@@ -21,7 +21,9 @@ from snakemake.cli import parse_config
 from snakemake.utils import update_config
 
 from tests.conftest import REPO
-from vlcomp.config import ConfigError, expand_dotted_keys, load_schema, validate_config
+from vlcomp.config import ConfigError, validate_config
+from vlcomp.config.overrides import expand_dotted_keys
+from vlcomp.config.schema import load_schema
 
 SCHEMA = load_schema()
 SCALAR_TYPES = {"integer", "number", "string", "boolean", "null"}
@@ -417,7 +419,7 @@ def _built_settings(config: dict[str, Any]) -> list[Any]:
     from vlcomp.refine.jobs import AttackSettings
     from vlcomp.settings import settings_from
     from vlcomp.train.settings import TrainSettings
-    from vlcomp.world.checks.oracles import WorldVocab
+    from vlcomp.world.checks.grammar import WorldVocab
     from vlcomp.world.checks.probes import ProbeSettings
 
     built = [

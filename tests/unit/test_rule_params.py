@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from tests.conftest import REPO
-from vlcomp.config import load_schema, validate_config
+from vlcomp.config import validate_config
+from vlcomp.config.schema import load_schema
 
 RULES = REPO / "workflow" / "rules"
 DYNAMIC = object()  # a subscript that is not a constant string: an item, not a section

@@ -9,21 +9,16 @@ import pytest
 from vlcomp.evaluate.metrics import EvalSettings
 from vlcomp.world import SceneSampler, alt_text_caption, clean_caption, parse_world_config
 from vlcomp.world.captions import eval_captions
+from vlcomp.world.checks.grammar import RelationReading, Unreadable, WorldVocab, read_caption
+from vlcomp.world.checks.oracle_evaluation import oracle_tables, score_part, wilson
 from vlcomp.world.checks.oracles import (
     APART,
     OracleScene,
-    RelationReading,
-    Unreadable,
-    WorldVocab,
     bag_of_words_score,
     holds,
     objects_only_score,
-    oracle_tables,
-    read_caption,
-    score_part,
     truth_score,
     visible,
-    wilson,
 )
 from vlcomp.world.scenes import SceneObject, relations_apart
 from vlcomp.world.vocab import DEFAULT_WORLD_CONFIG, SURFACE_TO_PREDICATE
@@ -294,7 +289,7 @@ def test_summary_shows_oracles_beside_models(tmp_path):
 
 def test_job_fails_on_a_rejected_or_unreadable_positive(tmp_path):
     from vlcomp.io import write_parquet
-    from vlcomp.world.checks.oracles import oracle_job
+    from vlcomp.world.checks.oracle_evaluation import oracle_job
 
     scenes = pl.DataFrame(
         [(1, k, o.shape, o.colour, o.size, o.x, o.y, o.side, o.side)

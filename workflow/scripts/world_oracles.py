@@ -3,7 +3,7 @@ import sys
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
 from vlcomp.joblog import job_log
-from vlcomp.world.checks.oracles import oracle_job
+from vlcomp.world.checks.oracle_evaluation import oracle_job
 
 with job_log(snakemake.log[0]) as log:
     oracle_job(

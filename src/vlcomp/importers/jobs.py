@@ -1,7 +1,9 @@
 """Jobs: an imported benchmark (published SugarCrepe / SugarCrepe++ / ARO / CREPE / VALSE /
 VL-CheckList files) as a candidate set, and a two-image benchmark (Winoground / BiVLC /
 VisMin / COLA / ColorSwap / MMVP-VLM / EqBen) as a two-image set. The formats, their
-readers, options, shapes and metrics are listed in ``importers.registry``.
+readers, options, shapes and metrics are listed in ``importers.registry``; which files
+of a folder a format reads, in ``importers.source_files``; the summary both jobs return and
+log is ``importers.summary``'s.
 
 ``import_benchmark_job`` reads the files a benchmark's config names and writes three tables
 that the common evaluation path reads like any other candidate set:
@@ -40,7 +42,6 @@ reporting (duplicate ids rejected, key gaps, duplicate content).
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,23 +60,16 @@ from vlcomp.importers.aro import (
     ORDER_GENERATION_NOTE,
     ORDER_TASKS,
     SYMMETRIC_RELATIONS,
-    aro_file_task,
-    aro_group_counts,
-    aro_item_groups,
     read_aro_file,
     symmetric_relation_items,
 )
-from vlcomp.importers.cola import MULTI_OBJECT_FILE, SINGLE_OBJECT_PREFIX
 from vlcomp.importers.common import (
-    ROW_SUFFIXES,
     Imported,
     ImportFormatError,
     TwoImageImported,
-    integer_key_gaps,
     split_region,
 )
-from vlcomp.importers.crepe import crepe_folder_files, productivity_complexity, read_crepe_csv
-from vlcomp.importers.mmvp import QUESTIONS_FILE
+from vlcomp.importers.crepe import productivity_complexity, read_crepe_csv
 from vlcomp.importers.registry import (
     CANDIDATES,
     IMAGE_SELECTION,
@@ -85,18 +79,17 @@ from vlcomp.importers.registry import (
     options_of,
 )
 from vlcomp.importers.registry import FORMATS as REGISTRY
-from vlcomp.importers.sugarcrepe import (
-    SUGARCREPE_TYPES,
-    read_sugarcrepe_file,
-    sugarcrepe_file_type,
+from vlcomp.importers.source_files import aro_task, expand_entries, source_entries
+from vlcomp.importers.sugarcrepe import read_sugarcrepe_file, sugarcrepe_file_type
+from vlcomp.importers.sugarcrepe_pp import read_sugarcrepe_pp_file, sugarcrepe_pp_file_type
+from vlcomp.importers.summary import (
+    aro_macro_groups,
+    candidate_summary,
+    check_not_empty,
+    log_candidate_summary,
+    log_two_image_summary,
+    two_image_summary,
 )
-from vlcomp.importers.sugarcrepe_pp import (
-    SUGARCREPE_PP_TYPES,
-    read_sugarcrepe_pp_file,
-    sugarcrepe_pp_file_type,
-)
-from vlcomp.importers.valse import VALSE_FILES, valse_file_piece
-from vlcomp.importers.vl_checklist import YAML_SUFFIXES, vl_checklist_type
 from vlcomp.importers.vl_checklist import protocol_notes as vl_checklist_notes
 from vlcomp.io import write_parquet
 
@@ -115,7 +108,6 @@ BOXES_SCHEMA: dict[str, pl.DataType] = {
     "complexity": pl.Int64,  # CREPE productivity: n from the file name; else null
 }
 _SOURCE_KEYS = {"files", "dir", "images"}  # and the format's options
-_SHOWN = 10  # duplicates listed by name in the log
 
 
 @dataclass(frozen=True)
@@ -180,13 +172,13 @@ def import_benchmark_job(
         )
         raise ValueError(f"unknown benchmark format {fmt!r}; expected one of {list(FORMATS)}{two}")
     _check_name(benchmark)
-    entries = _entries(source)
+    entries = source_entries(source)
     symmetric = _symmetric_options(source) if fmt == "aro" else None
     _log_ignored(fmt, source, log)
     skipped: list[str] = []
     parts: list[_Part] = []
     seen: dict[Path, Path] = {}
-    for path in _expand(fmt, entries, source, skipped, log):
+    for path in expand_entries(fmt, entries, source, skipped, log):
         resolved = path.resolve()
         if resolved in seen:
             log(f"{path}: listed more than once (also as {seen[resolved]}); read once")
@@ -216,8 +208,10 @@ def import_benchmark_job(
     rejected_frame = pl.concat(rejected, how="vertical")
     _check_positives(candidates, POSITIVES.get(fmt, 1))
 
-    summary = _summary(fmt, benchmark, parts, candidates, boxes, rejected_frame, skipped)
-    _check_not_empty(summary, log)
+    summary = candidate_summary(
+        fmt, benchmark, [p.path for p in parts], candidates, boxes, rejected_frame, skipped
+    )
+    check_not_empty(summary, log)
     if symmetric is not None:
         summary["symmetric_relations"] = {
             relation: {"items": len(ids), "item_ids": ids}
@@ -227,13 +221,13 @@ def import_benchmark_job(
     if fmt == "aro" and any(p.task in ORDER_TASKS for p in parts):
         summary["notes"].append(ORDER_GENERATION_NOTE)
     if fmt == "aro":
-        summary["macro_groups"] = _macro_groups(candidates)
+        summary["macro_groups"] = aro_macro_groups(candidates)
     if fmt == "vl_checklist":
         summary["notes"] += vl_checklist_notes(candidates, **options_of(fmt, source))
     write_parquet(candidates.select(list(CANDIDATES_SCHEMA)), candidates_out)
     write_parquet(boxes, boxes_out)
     write_parquet(rejected_frame, rejected_out)
-    _log_summary(summary, log)
+    log_candidate_summary(summary, log)
     return summary
 
 
@@ -241,37 +235,6 @@ def _log_ignored(fmt: str, source: Mapping[str, Any], log: Log) -> None:
     ignored = sorted(set(source) - _SOURCE_KEYS - set(REGISTRY[fmt].options))
     if ignored:
         log(f"source keys not used by the import: {ignored}")
-
-
-def _macro_groups(candidates: pl.DataFrame) -> dict[str, dict[str, int]]:
-    """Per VG-Relation / VG-Attribution task: its relations / attribute pairs, those ARO's
-    macro accuracy counts (``aro.aro_macro_accuracy``) and the items in them."""
-    counts = aro_group_counts(aro_item_groups(candidates))
-    return {
-        task: {
-            "groups": frame.height,
-            "groups_counted": int(frame["counted"].sum()),
-            "items_counted": int(frame.filter(pl.col("counted"))["n"].sum()),
-        }
-        for (task,), frame in counts.group_by("task", maintain_order=True)
-    }
-
-
-def _check_not_empty(summary: dict, log: Log) -> None:
-    """An import that yields no item stops, naming the files and why their records were
-    rejected (an empty benchmark would evaluate to nothing without saying so)."""
-    if summary["items"]:
-        return
-    first = summary["first_rejected"]
-    reasons = "; ".join(
-        f"{r}: {n} (first at {first[r]})" for r, n in summary["rejected_per_reason"].items()
-    )
-    message = (
-        f"{summary['benchmark']} ({summary['format']}): no item in {summary['files']}: "
-        f"{summary['rejected']} records rejected" + (f" ({reasons})" if reasons else "")
-    )
-    log(message)
-    raise ImportFormatError(message)
 
 
 def _check_name(benchmark: object) -> None:
@@ -320,123 +283,6 @@ def _symmetric(
     return _Part(part.path, imported, part.kind, part.complexity, part.task)
 
 
-def _entries(source: Mapping[str, Any]) -> list[Path]:
-    if not isinstance(source, Mapping):
-        raise ValueError(f"source must be a mapping with 'files', got {type(source).__name__}")
-    files = source.get("files", source.get("dir"))
-    if files is None:
-        raise ValueError("source needs 'files': a list of benchmark files or folders")
-    if isinstance(files, str | Path):
-        files = [files]
-    if not files:
-        raise ValueError("source 'files' is empty")
-    entries = [Path(f) for f in files]
-    for entry in entries:
-        if not entry.exists():
-            raise FileNotFoundError(f"benchmark file or folder {entry} does not exist")
-    return entries
-
-
-def _expand(
-    fmt: str, entries: list[Path], source: Mapping[str, Any], skipped: list[str], log: Log
-) -> list[Path]:
-    """The files to read, in the order given (a folder's files sorted by name)."""
-    files: list[Path] = []
-    for entry in entries:
-        if entry.is_file():
-            files.append(entry)
-            continue
-        why = f"not a {fmt} file name"
-        if fmt == "sugarcrepe":
-            nested = sorted(
-                d.name
-                for d in entry.iterdir()
-                if d.is_dir() and any(sugarcrepe_file_type(p) for p in d.glob("*.json"))
-            )
-            if nested:
-                raise ImportFormatError(
-                    f"{entry}: holds SugarCrepe files in the subfolder(s) {nested}, which are "
-                    f"different benchmarks: name one of them in files (e.g. {entry / nested[0]})"
-                )
-            wanted = sorted(p for p in entry.glob("*.json") if sugarcrepe_file_type(p))
-            others = sorted(p for p in entry.glob("*.json") if not sugarcrepe_file_type(p))
-            expected = f"<type>.json files ({', '.join(SUGARCREPE_TYPES)})"
-        elif fmt == "sugarcrepe_pp":
-            wanted = sorted(p for p in entry.glob("*.json") if sugarcrepe_pp_file_type(p))
-            others = sorted(p for p in entry.glob("*.json") if not sugarcrepe_pp_file_type(p))
-            expected = f"SugarCrepe++ <subset>.json files ({', '.join(SUGARCREPE_PP_TYPES)})"
-        elif fmt == "winoground":
-            wanted = [entry / "examples.jsonl"] if (entry / "examples.jsonl").is_file() else []
-            others = []
-            expected = "Winoground examples.jsonl"
-        elif fmt == "mmvp_vlm":
-            wanted = [entry / QUESTIONS_FILE] if (entry / QUESTIONS_FILE).is_file() else []
-            others = []
-            expected = f"MMVP-VLM {QUESTIONS_FILE}"
-        elif fmt == "cola":
-            found = sorted(entry.glob("*.json"))
-            wanted = [p for p in found if p.name == MULTI_OBJECT_FILE]
-            others = [p for p in found if p.name.startswith(SINGLE_OBJECT_PREFIX)]
-            expected = f"COLA {MULTI_OBJECT_FILE}"
-            why = "COLA's single-object setting (scored by mAP) is not a two-image set"
-        elif fmt == "valse":
-            wanted = sorted(p for p in entry.glob("*.json") if valse_file_piece(p))
-            others = sorted(p for p in entry.glob("*.json") if not valse_file_piece(p))
-            expected = f"VALSE files ({', '.join(f'{n}.json' for n in VALSE_FILES)})"
-        elif fmt == "vl_checklist":
-            # a release root holds both corpus/ (YAML) and data/ (JSON): read the YAMLs then
-            found = sorted(p for s in YAML_SUFFIXES for p in entry.rglob(f"*{s}"))
-            found = found or sorted(entry.rglob("*.json"))
-            wanted = [p for p in found if vl_checklist_type(p)]
-            others = [p for p in found if not vl_checklist_type(p)]
-            expected = "VL-CheckList corpus YAMLs (corpus/<version>/...) or data/ JSON files"
-        elif fmt == "svo_probes":
-            wanted = sorted(entry.glob("*.csv"))
-            others = []
-            expected = "SVO-Probes svo_probes.csv"
-        elif fmt == "eqben":
-            wanted = sorted(entry.glob("*.json"))
-            others = []
-            expected = "EqBen *.json annotation files"
-        elif fmt in TWO_IMAGE_FORMATS:
-            wanted = sorted(
-                p for p in entry.iterdir() if p.is_file() and p.suffix.lower() in ROW_SUFFIXES
-            )
-            others = []
-            expected = f"{fmt} row files ({', '.join(f'*{s}' for s in ROW_SUFFIXES)})"
-        elif fmt == "aro":
-            wanted = sorted(p for p in entry.glob("*.json") if _aro_task(p, source))
-            others = sorted(p for p in entry.glob("*.json") if not _aro_task(p, source))
-            expected = f"ARO files ({', '.join(f'{n}.json' for n in ARO_FILES)})"
-        elif fmt == "crepe_csv":
-            wanted, passed = crepe_folder_files(entry)
-            for other, reason in passed:
-                skipped.append(str(other))
-                log(f"{other}: {reason}; skipped")
-            others = []
-            expected = (
-                "CREPE *.csv files (or the productivity subfolders atom/, negate/, swap/ of "
-                "prod_hard_negatives/)"
-            )
-        else:  # a format that names no folder layout reads the files it is given
-            raise ImportFormatError(f"{entry}: a folder; the {fmt} importer reads files: name them")
-        if not wanted:
-            raise ImportFormatError(f"{entry}: no {expected}")
-        for other in others:
-            skipped.append(str(other))
-            log(f"{other}: {why}; skipped")
-        files.extend(wanted)
-    return files
-
-
-def _aro_task(path: Path, source: Mapping[str, Any]) -> str | None:
-    tasks = source.get("tasks") or {}
-    for key in (str(path), path.name, path.stem):
-        if key in tasks:
-            return tasks[key]
-    return aro_file_task(path)
-
-
 def _read(fmt: str, path: Path, source: Mapping[str, Any], benchmark: str) -> _Part:
     if fmt == "sugarcrepe":
         imported = read_sugarcrepe_file(path, benchmark=benchmark, on_error="reject")
@@ -445,7 +291,7 @@ def _read(fmt: str, path: Path, source: Mapping[str, Any], benchmark: str) -> _P
         imported = read_sugarcrepe_pp_file(path, benchmark=benchmark, on_error="reject")
         return _Part(path, imported, pl.lit(sugarcrepe_pp_file_type(path)))
     if fmt == "aro":
-        task = _aro_task(path, source)
+        task = aro_task(path, source)
         if task is None:
             raise ImportFormatError(
                 f"{path}: cannot tell the ARO task from the file name (expected one of "
@@ -539,155 +385,6 @@ def _check_positives(candidates: pl.DataFrame, positives: int) -> None:
         )
 
 
-def _duplicate_content(candidates: pl.DataFrame, boxes: pl.DataFrame) -> list[list[str]]:
-    """Groups of items of one type with the same image, region and texts."""
-    per_item = (
-        candidates.group_by("item_id", maintain_order=True)
-        .agg(
-            pl.col("family", "target", "image").first(),
-            positive=pl.col("text").filter(pl.col("is_positive")).str.join("\x1f"),
-            negatives=pl.col("text").filter(~pl.col("is_positive")).sort().str.join("\x1f"),
-        )
-        .join(boxes.select("item_id", "x", "y", "width", "height"), on="item_id", how="left")
-    )
-    key = ["family", "target", "image", "x", "y", "width", "height", "positive", "negatives"]
-    groups = (
-        per_item.group_by(key, maintain_order=True)
-        .agg(items=pl.col("item_id"))
-        .filter(pl.col("items").list.len() > 1)
-    )
-    return groups["items"].to_list()
-
-
-def _summary(
-    fmt: str,
-    benchmark: str,
-    parts: list[_Part],
-    candidates: pl.DataFrame,
-    boxes: pl.DataFrame,
-    rejected: pl.DataFrame,
-    skipped: list[str],
-) -> dict:
-    items = candidates.unique(subset="item_id", keep="first", maintain_order=True)
-    per_type = items.group_by("_type", maintain_order=True).len()
-    per_file = Counter(p.split("#", 1)[0] for p in items["provenance"].to_list())
-    duplicate_keys = (
-        rejected.filter(pl.col("reason") == "duplicate key")
-        .select(pl.format("{}#{}", "source", "location"))
-        .to_series()
-        .to_list()
-    )
-    return {
-        "benchmark": benchmark,
-        "format": fmt,
-        "files": [str(p.path) for p in parts],
-        "skipped_files": skipped,
-        "items": items.height,
-        "candidates": candidates.height,
-        "items_per_type": dict(per_type.iter_rows()),
-        "items_per_file": dict(per_file),
-        "items_with_box": boxes.filter(pl.col("x").is_not_null()).height,
-        "images": candidates["image"].n_unique(),
-        "rejected": rejected.height,
-        "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
-        "first_rejected": _first_rejected(rejected),
-        "duplicate_keys": duplicate_keys,
-        "duplicate_content": _duplicate_content(candidates, boxes),
-        "key_gaps": _key_gaps(candidates["provenance"], rejected) if fmt in _KEYED else {},
-        "authors_metrics": _authors_metrics(fmt),
-        "notes": [],
-    }
-
-
-_KEYED = {"sugarcrepe", "sugarcrepe_pp", *TWO_IMAGE_FORMATS}
-
-
-def _first_rejected(rejected: pl.DataFrame) -> dict[str, str]:
-    """Per rejection reason, its first rejected record as ``<file>#<location>``."""
-    first: dict[str, str] = {}
-    for source, location, reason in rejected.select("source", "location", "reason").iter_rows():
-        first.setdefault(reason, f"{source}#{location}")
-    return first
-
-
-def _authors_metrics(fmt: str) -> list[dict]:
-    """The metrics the format's authors report (the headline first), as vlcomp's metric
-    tables name them, with chance (null: 1 / the item's candidates)."""
-    return [
-        {"metric": m.name, "chance": m.chance, "definition": m.definition}
-        for m in REGISTRY[fmt].metrics
-    ]
-
-
-def _log_metrics(summary: dict, log: Log) -> None:
-    shown = ", ".join(
-        f"{m['metric']} (chance {'1/candidates' if m['chance'] is None else round(m['chance'], 4)})"
-        for m in summary["authors_metrics"]
-    )
-    log(f"authors' metrics: {shown}; a tie counts as wrong")
-
-
-def _key_gaps(provenance: pl.Series, rejected: pl.DataFrame) -> dict[str, list[str]]:
-    """Per file, the integer keys missing from 0 .. the largest key, over the keys of its
-    items (``<file>#key=<key>[;...]``) and of its rejected rows (``key=<key>``); files whose
-    keys are not all integers, or have no gap, are left out."""
-    keys: dict[str, set[str]] = {}
-    for value in provenance.unique().to_list():
-        source, _, location = value.partition("#")
-        if location.startswith("key="):
-            keys.setdefault(source, set()).add(location[4:].split(";")[0])
-    for source, location in rejected.select("source", "location").iter_rows():
-        if location and location.startswith("key="):
-            keys.setdefault(source, set()).add(location[4:].split(";")[0])
-    gaps = {source: integer_key_gaps(found) for source, found in sorted(keys.items())}
-    return {source: found for source, found in gaps.items() if found}
-
-
-def _log_summary(summary: dict, log: Log) -> None:
-    log(
-        f"{summary['benchmark']} ({summary['format']}): {summary['items']} items, "
-        f"{summary['candidates']} candidate rows, {summary['images']} images, "
-        f"{summary['items_with_box']} items with a region box"
-    )
-    for kind, count in summary["items_per_type"].items():
-        log(f"  {kind}: {count} items")
-    log(f"rejected rows: {summary['rejected']}")
-    for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
-    keys = summary["duplicate_keys"]
-    if keys:
-        shown = ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else "")
-        log(f"duplicate keys (first occurrence kept, the others rejected): {len(keys)}: {shown}")
-    groups = summary["duplicate_content"]
-    if groups:
-        shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
-        more = " ..." if len(groups) > _SHOWN else ""
-        log(f"items with the same image, region and texts (all kept): {len(groups)}: {shown}{more}")
-    for source, gaps in summary["key_gaps"].items():
-        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
-        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
-    symmetric = summary.get("symmetric_relations")
-    if symmetric:
-        total = sum(v["items"] for v in symmetric.values())
-        action = "rejected (drop_symmetric)" if summary["symmetric_dropped"] else "kept"
-        log(
-            f"VG-Relation items with a symmetric relation, whose swapped caption is still true: "
-            f"{total}, {action}"
-        )
-        for relation, found in symmetric.items():
-            ids = found["item_ids"]
-            shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
-            log(f"  {relation}: {found['items']} items: {shown}")
-    for task, groups in summary.get("macro_groups", {}).items():
-        log(
-            f"{task}: {groups['groups']} groups, {groups['groups_counted']} counted by ARO's macro "
-            f"accuracy ({groups['items_counted']} items; importers.aro.aro_macro_accuracy)"
-        )
-    for note in summary["notes"]:
-        log(f"note: {note}")
-    _log_metrics(summary, log)
-
-
 # --- two-image sets -----------------------------------------------------------------------
 
 
@@ -735,13 +432,13 @@ def import_two_image_job(
             f"unknown two-image benchmark format {fmt!r}; expected one of {list(accepted)}"
         )
     _check_name(benchmark)
-    entries = _entries(source)
+    entries = source_entries(source)
     _log_ignored(fmt, source, log)
     options = options_of(fmt, source)
     skipped: list[str] = []
     parts: list[tuple[Path, TwoImageImported]] = []
     seen: dict[Path, Path] = {}
-    for path in _expand(fmt, entries, source, skipped, log):
+    for path in expand_entries(fmt, entries, source, skipped, log):
         resolved = path.resolve()
         if resolved in seen:
             log(f"{path}: listed more than once (also as {seen[resolved]}); read once")
@@ -762,83 +459,10 @@ def import_two_image_job(
                 )
     items = pl.concat([imported.items for _, imported in parts], how="vertical")
     rejected = pl.concat([imported.rejected for _, imported in parts], how="vertical")
-    summary = _two_image_summary(fmt, benchmark, [p for p, _ in parts], items, rejected, skipped)
-    _check_not_empty(summary, log)
+    summary = two_image_summary(fmt, benchmark, [p for p, _ in parts], items, rejected, skipped)
+    check_not_empty(summary, log)
     schema = IMAGE_SELECTION_SCHEMA if fmt in IMAGE_SELECTION_FORMATS else TWO_IMAGE_SCHEMA
     write_parquet(items.select(list(schema)), items_out)
     write_parquet(rejected, rejected_out)
-    _log_two_image_summary(summary, log)
+    log_two_image_summary(summary, log)
     return summary
-
-
-def _two_image_summary(
-    fmt: str,
-    benchmark: str,
-    paths: list[Path],
-    items: pl.DataFrame,
-    rejected: pl.DataFrame,
-    skipped: list[str],
-) -> dict:
-    kinds = items.select(
-        kind=pl.when(pl.col("target").is_null())
-        .then(pl.col("family"))
-        .otherwise(pl.format("{}_{}", "family", "target"))
-    )["kind"]
-    per_file = Counter(p.split("#", 1)[0] for p in items["provenance"].to_list())
-    duplicate_ids = (
-        rejected.filter(pl.col("reason").is_in(["duplicate id", "duplicate key"]))
-        .select(pl.format("{}#{}", "source", "location"))
-        .to_series()
-        .to_list()
-    )
-    texts = ("caption", "caption_0", "caption_1")
-    key = ["family", "target", "image_0", "image_1", *(c for c in texts if c in items.columns)]
-    duplicate_content = (
-        items.group_by(key, maintain_order=True)
-        .agg(items=pl.col("item_id"))
-        .filter(pl.col("items").list.len() > 1)["items"]
-        .to_list()
-    )
-    return {
-        "benchmark": benchmark,
-        "format": fmt,
-        "files": [str(p) for p in paths],
-        "skipped_files": skipped,
-        "items": items.height,
-        "items_per_type": dict(Counter(kinds.to_list())),
-        "items_per_file": dict(per_file),
-        "images": pl.concat([items["image_0"], items["image_1"]]).n_unique(),
-        "rejected": rejected.height,
-        "rejected_per_reason": dict(Counter(rejected["reason"].to_list()).most_common()),
-        "first_rejected": _first_rejected(rejected),
-        "duplicate_ids": duplicate_ids,
-        "duplicate_content": duplicate_content,
-        "key_gaps": _key_gaps(items["provenance"], rejected),
-        "authors_metrics": _authors_metrics(fmt),
-        "notes": [],
-    }
-
-
-def _log_two_image_summary(summary: dict, log: Log) -> None:
-    log(
-        f"{summary['benchmark']} ({summary['format']}): {summary['items']} two-image items, "
-        f"{summary['images']} distinct images"
-    )
-    for kind, count in summary["items_per_type"].items():
-        log(f"  {kind}: {count} items")
-    log(f"rejected rows: {summary['rejected']}")
-    for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
-    ids = summary["duplicate_ids"]
-    if ids:
-        shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
-        log(f"duplicate ids (first occurrence kept, the others rejected): {len(ids)}: {shown}")
-    groups = summary["duplicate_content"]
-    if groups:
-        shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
-        more = " ..." if len(groups) > _SHOWN else ""
-        log(f"items with the same images and captions (all kept): {len(groups)}: {shown}{more}")
-    for source, gaps in summary["key_gaps"].items():
-        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
-        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
-    _log_metrics(summary, log)

@@ -21,7 +21,7 @@ counts a tie as wrong, whatever the authors' code did with one. Chance levels ar
 expectation under i.i.d. continuous scores; None means 1 / the item's number of candidates
 (the evaluation's chance rows hold the value per item).
 
-``config.py`` (the config's format lists) and ``importers/jobs.py`` read the lists from
+``vlcomp.config`` (the config's format lists) and ``importers/jobs.py`` read the lists from
 here; a test checks the chance levels against the evaluation's own constants. The job calls
 ``reader(path, benchmark=..., on_error="reject", **options)``, except for aro and crepe_csv,
 whose readers take what the job works out per file (the ARO task, the CREPE columns).

@@ -1,21 +1,30 @@
-"""Loading and validating the workflow configuration, with messages that name the key."""
+"""Loading and validating the workflow configuration, with messages that name the key.
+
+``validate_config`` checks the whole config: its schema (``config.schema``, whose messages
+name the key), the overrides read as the schema asks (``config.overrides``: dotted keys,
+``--config`` strings), then the rules that span sections. The generated reference,
+config/README.md (``python -m vlcomp.config``), is ``config.docs``'s.
+"""
 
 from __future__ import annotations
 
-import contextlib
 import copy
-import difflib
-import functools
-import json
 import sys
 from collections.abc import Callable
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import jsonschema
-import yaml
 
+from vlcomp.config.overrides import coerce_to_schema, expand_dotted_keys
+from vlcomp.config.schema import (
+    EVAL_SET_SOURCES,
+    ConfigError,
+    describe_error,
+    load_schema,
+    new_entry_hint,
+    resolve_ref,
+)
 from vlcomp.importers.registry import (
     CANDIDATES,
     IMAGE_SELECTION,
@@ -23,257 +32,7 @@ from vlcomp.importers.registry import (
     TWO_POSITIVES,
     formats_of,
 )
-from vlcomp.importers.registry import FORMATS as IMPORTED_FORMATS
 from vlcomp.models.hf_models import TransformersSource, source_problem
-
-
-class ConfigError(ValueError):
-    """A configuration problem; the message names the offending key or path."""
-
-
-@functools.cache
-def _parsed_schema() -> dict[str, Any]:
-    """The schema file with the eval-set formats filled in from their registries (the two
-    eval-set readers and ``vlcomp.importers.registry.FORMATS``): a new importer is registered
-    in one place."""
-    schema = yaml.safe_load(files("vlcomp").joinpath("schemas/config.schema.yaml").read_text())
-    schema["$defs"]["eval_set"]["properties"]["format"]["enum"] = list(EVAL_SET_SOURCES)
-    return schema
-
-
-def load_schema() -> dict[str, Any]:
-    """The config schema (a copy: callers may change it; parsed once per process)."""
-    return copy.deepcopy(_parsed_schema())
-
-
-def _key_path(path: Any) -> str:
-    out = ""
-    for part in path:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "<top level>"
-
-
-_TYPE_NAMES = {
-    "integer": "an integer",
-    "number": "a number",
-    "string": "a string",
-    "boolean": "true or false",
-    "null": "null",
-    "array": "a list",
-    "object": "a mapping",
-}
-_BOUNDS = {
-    "minimum": ">= {}",
-    "exclusiveMinimum": "> {}",
-    "maximum": "<= {}",
-    "exclusiveMaximum": "< {}",
-    "multipleOf": "a multiple of {}",
-}
-
-
-def _wanted(schema: dict[str, Any]) -> str:
-    """What a (scalar) schema takes, in words: ``an integer >= 2, a multiple of 2``."""
-    if "const" in schema:
-        return repr(schema["const"])
-    if "enum" in schema:
-        return "one of " + ", ".join(map(repr, schema["enum"]))
-    types = schema.get("type", [])
-    words = " or ".join(_TYPE_NAMES[t] for t in ([types] if isinstance(types, str) else types))
-    bounds = [text.format(schema[key]) for key, text in _BOUNDS.items() if key in schema]
-    return ", ".join([" ".join([words, bounds[0]]) if bounds else words, *bounds[1:]])
-
-
-def _describe(error: jsonschema.ValidationError, root: dict[str, Any]) -> str:
-    """One line per problem, naming the key. A schema's ``x-message`` replaces the
-    validator's message (which quotes the value: never for a key that may hold a secret),
-    and ``x-forbidden`` gives the reason a key must not be there."""
-    where = _key_path(error.absolute_path)
-    if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = sorted(error.schema.get("properties", {}))
-        extra = sorted(set(error.instance) - set(allowed))
-        forbidden = error.schema.get("x-forbidden", {})
-        lines = [
-            f"config key '{where}.{key}': {forbidden[key]}" for key in extra if key in forbidden
-        ]
-        extra = [key for key in extra if key not in forbidden]
-        hint = f" (allowed: {', '.join(allowed)})" if allowed else ""
-        if extra:
-            lines.append(
-                f"config key '{where}': unknown key(s) {', '.join(map(repr, extra))}{hint}"
-            )
-        return "\n  ".join(lines)
-    if "x-message" in error.schema:
-        return f"config key '{where}': {' '.join(error.schema['x-message'].split())}"
-    if error.validator == "oneOf" and isinstance(error.instance, dict):
-        return (
-            f"config key '{where}': give exactly one of 'pretrained', 'checkpoint' or 'train' "
-            "(with open_clip), or a transformers block"
-        )
-    if error.validator == "not" and isinstance(error.instance, dict):
-        return f"config key '{where}': give either open_clip or transformers, not both"
-    if error.validator in ("anyOf", "oneOf"):
-        options = " or ".join(_wanted(_resolve(s, root)) for s in error.validator_value)
-        return f"config key '{where}': {error.instance!r} is not {options}"
-    message = f"config key '{where}': {error.message}"
-    array = error.validator == "type" and "array" in error.validator_value
-    if array and not isinstance(error.instance, dict | list):
-        message += f" (a list: [{error.instance}])"
-    return message
-
-
-def _new_entry_hint(path: list[Any], config: dict[str, Any], root: dict[str, Any]) -> str:
-    """For an incomplete entry of a map of named entries (models, benchmarks, ...) whose
-    name is close to another's: the override that made it probably misspelt that name
-    (``--config 'models={world_cc21m: {...}}'`` adds a model rather than changing one)."""
-    if not path or not isinstance(path[-1], str):
-        return ""
-    schema, siblings = root, config
-    for part in path[:-1]:
-        schema = _resolve(schema, root)
-        schema = schema.get("properties", {}).get(part, schema.get("additionalProperties"))
-        siblings = siblings.get(part) if isinstance(siblings, dict) else None
-        if not isinstance(schema, dict):
-            return ""
-    if not isinstance(siblings, dict):
-        return ""
-    if not isinstance(_resolve(schema, root).get("additionalProperties"), dict):
-        return ""
-    others = [str(name) for name in siblings if name != path[-1]]
-    close = difflib.get_close_matches(path[-1], others, n=1, cutoff=0.75)
-    return f" (a new entry: is '{path[-1]}' a misspelling of '{close[0]}'?)" if close else ""
-
-
-def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    schema = _resolve(schema, root)
-    if isinstance(instance, dict):
-        for key, sub in schema.get("properties", {}).items():
-            if key not in instance and "default" in sub:
-                instance[key] = copy.deepcopy(sub["default"])
-            if key in instance:
-                instance[key] = _fill_defaults(instance[key], sub, root)
-        extra = schema.get("additionalProperties")
-        if isinstance(extra, dict):
-            for key in instance:
-                if key not in schema.get("properties", {}):
-                    instance[key] = _fill_defaults(instance[key], extra, root)
-        return _canonical_order(instance, schema)
-    return instance
-
-
-def _canonical_order(instance: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """Keys in the schema's order, free-form keys sorted; maps of named entries (corpora,
-    models, ...) keep the user's order. Rules take config sections as params, and Snakemake
-    compares params as written: the same settings must look the same however the user
-    ordered them."""
-    properties = schema.get("properties", {})
-    if not properties and isinstance(schema.get("additionalProperties"), dict):
-        return instance
-    known = [k for k in properties if k in instance]
-    return {k: instance[k] for k in [*known, *sorted(set(instance) - set(known))]}
-
-
-def expand_dotted_keys(config: dict[str, Any]) -> dict[str, Any]:
-    """``config`` with each top-level key ``a.b.c`` set as ``config[a][b][c]``, into the
-    section as it is (its other keys kept: ``refine.grid: 20`` changes only the grid). A
-    dotted key wins over the same key written nested. The input is not changed.
-
-    Snakemake's ``--config`` refuses a dotted name before the workflow is read (Snakemake
-    8.17+: "Config entry must start with a valid identifier"); a dotted key arrives from a
-    config file or Snakemake's Python API. A name with a dot of its own (a model
-    ``vit.b32``) needs the nested form."""
-    out = {key: value for key, value in config.items() if not _dotted(key)}
-    for key, value in config.items():
-        if not _dotted(key):
-            continue
-        *sections, leaf = key.split(".")
-        if not all([*sections, leaf]):
-            raise ConfigError(f"invalid configuration:\n  config key '{key}': an empty name")
-        node = out
-        for depth, name in enumerate(sections):
-            child = node.get(name)
-            if child is not None and not isinstance(child, dict):
-                section = ".".join(sections[: depth + 1])
-                raise ConfigError(
-                    f"invalid configuration:\n  config key '{key}': '{section}' is "
-                    f"{child!r}, not a section"
-                )
-            node[name] = dict(child or {})
-            node = node[name]
-        node[leaf] = value
-    return out
-
-
-def _dotted(key: Any) -> bool:
-    return isinstance(key, str) and "." in key
-
-
-def coerce_to_schema(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
-    """``instance`` with strings read as the values the schema asks for.
-
-    ``snakemake --config key={a: 1}`` reads nested values with YAML's BaseLoader, which keeps
-    every scalar a string ("400000", "true", "null"). A string is read as YAML reads the same
-    text in a config file (or as a float: YAML 1.1 keeps "1e-3" a string) where the schema
-    takes that reading: "null" is null where the key may be null, "3" is 3 where it takes a
-    name or a column index. Otherwise a string the schema takes stays a string ("007" for a
-    string key); one whose reading has the key's type but not its range becomes that
-    reading, so that the error names the value (0 is less than the minimum of 1). An
-    integral float is an int where the schema wants an integer (1e3: 1000). Anything else is
-    left for the validator to report, naming the key."""
-    schema = _resolve(schema, root)
-    if isinstance(instance, dict):
-        properties = schema.get("properties", {})
-        extra = schema.get("additionalProperties")
-        return {
-            key: coerce_to_schema(
-                value,
-                properties.get(key, extra if isinstance(extra, dict) else {}),
-                root,
-            )
-            for key, value in instance.items()
-        }
-    if isinstance(instance, list) and isinstance(schema.get("items"), dict):
-        return [coerce_to_schema(value, schema["items"], root) for value in instance]
-    if not schema:
-        return instance
-    if isinstance(instance, float) and instance.is_integer() and _wants_integer(schema):
-        return int(instance)
-    if not isinstance(instance, str):
-        return instance
-    readings = _readings(instance, _wants_integer(schema))
-    for reading in readings:
-        if _accepts(schema, root, reading):
-            return reading
-    if _accepts(schema, root, instance):
-        return instance
-    for reading in readings:  # the type the key wants, out of range: the range is reported
-        if "type" in schema and _accepts({"type": schema["type"]}, root, reading):
-            return reading
-    return instance
-
-
-def _wants_integer(schema: dict[str, Any]) -> bool:
-    types = schema.get("type", [])
-    types = [types] if isinstance(types, str) else types
-    return "integer" in types and "number" not in types
-
-
-def _readings(text: str, integer: bool) -> list[Any]:
-    """What ``text`` says as YAML, and as a float, other than a string: the readings a
-    --config string may stand for (integral floats as integers where the key wants one)."""
-    readings = []
-    with contextlib.suppress(yaml.YAMLError):
-        readings.append(yaml.safe_load(text))
-    with contextlib.suppress(ValueError):
-        readings.append(float(text))
-    if integer:
-        readings = [int(r) if isinstance(r, float) and r.is_integer() else r for r in readings]
-    return [r for r in readings if not isinstance(r, str)]
-
-
-def _accepts(schema: dict[str, Any], root: dict[str, Any], value: Any) -> bool:
-    return jsonschema.Draft202012Validator({**schema, "$defs": root.get("$defs", {})}).is_valid(
-        value
-    )
 
 
 def validate_config(config: dict[str, Any]) -> dict[str, Any]:
@@ -315,13 +74,42 @@ def _checked(config: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
     if errors:
         lines, hinted = [], set()
         for error in errors:
-            line, path = _describe(error, schema), list(error.absolute_path)
+            line, path = describe_error(error, schema), list(error.absolute_path)
             if error.validator in ("required", "dependentRequired") and str(path) not in hinted:
                 hinted.add(str(path))
-                line += _new_entry_hint(path, config, schema)
+                line += new_entry_hint(path, config, schema)
             lines.append(line)
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     return _fill_defaults(copy.deepcopy(config), schema, schema)
+
+
+def _fill_defaults(instance: Any, schema: dict[str, Any], root: dict[str, Any]) -> Any:
+    schema = resolve_ref(schema, root)
+    if isinstance(instance, dict):
+        for key, sub in schema.get("properties", {}).items():
+            if key not in instance and "default" in sub:
+                instance[key] = copy.deepcopy(sub["default"])
+            if key in instance:
+                instance[key] = _fill_defaults(instance[key], sub, root)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, dict):
+            for key in instance:
+                if key not in schema.get("properties", {}):
+                    instance[key] = _fill_defaults(instance[key], extra, root)
+        return _canonical_order(instance, schema)
+    return instance
+
+
+def _canonical_order(instance: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """Keys in the schema's order, free-form keys sorted; maps of named entries (corpora,
+    models, ...) keep the user's order. Rules take config sections as params, and Snakemake
+    compares params as written: the same settings must look the same however the user
+    ordered them."""
+    properties = schema.get("properties", {})
+    if not properties and isinstance(schema.get("additionalProperties"), dict):
+        return instance
+    known = [k for k in properties if k in instance]
+    return {k: instance[k] for k in [*known, *sorted(set(instance) - set(known))]}
 
 
 def _absent_paths(key: str, entry: dict[str, Any]) -> list[str]:
@@ -388,11 +176,6 @@ def _register_presets(config: dict[str, Any]) -> dict[str, Any]:
 # Paths under results/ are written by the workflow itself (e.g. a preset's files).
 PRODUCED_PREFIX = "results/"
 
-EVAL_SET_SOURCES = {
-    "visual_genome": ("dir",),
-    "coco_captions": ("captions",),
-    **{fmt: ("files",) for fmt in IMPORTED_FORMATS},
-}
 # Imported benchmarks by shape (vlcomp.importers.registry): 1+N candidate sets, two
 # positives + a negative, two images, one caption and two images (image selection).
 SET_FORMATS = formats_of(CANDIDATES)
@@ -666,148 +449,3 @@ def training_corpora(config: dict[str, Any], model: str) -> list[str]:
     if "train" in entry and entry["train"]["corpus"] not in named:
         named.insert(0, entry["train"]["corpus"])
     return named
-
-
-def _resolve(schema: dict[str, Any], root: dict[str, Any]) -> dict[str, Any]:
-    if "$ref" in schema:
-        name = schema["$ref"].rsplit("/", 1)[-1]
-        return {**root["$defs"][name], **{k: v for k, v in schema.items() if k != "$ref"}}
-    return schema
-
-
-def _doc_rows(schema: dict[str, Any], root: dict[str, Any], prefix: str) -> list[str]:
-    schema = _resolve(schema, root)
-    rows = []
-    for key, sub in schema.get("properties", {}).items():
-        sub = _resolve(sub, root)
-        path = f"{prefix}.{key}" if prefix else key
-        kind = sub.get("type", "enum" if "enum" in sub else "")
-        if "enum" in sub:
-            kind = " \\| ".join(f"`{v}`" for v in sub["enum"])
-        default = (
-            f"`{json.dumps(sub['default'])}`"
-            if "default" in sub
-            else "required"
-            if key in schema.get("required", [])
-            else ""
-        )
-        text = " ".join(str(sub.get("description", "")).split())
-        rows.append(f"| `{path}` | {kind} | {default} | {text} |")
-        rows += _doc_rows(sub, root, path)
-        extra = sub.get("additionalProperties")
-        if isinstance(extra, dict):
-            rows += _doc_rows(extra, root, f"{path}.<name>")
-    return rows
-
-
-FORMATS_BEGIN = (
-    "<!-- corpus formats: rendered from the format registry (vlcomp.ingest.readers.FORMATS) "
-    "by vlcomp.ingest.job.format_docs; a test fails when they differ -->"
-)
-FORMATS_END = "<!-- end of corpus formats -->"
-
-# (label, where it appears, meaning): the legend of config/README.md. A test checks that it
-# names every label the split assignment and the image index write.
-SPLIT_LABELS: tuple[tuple[str, str, str], ...] = (
-    (
-        "`SC`",
-        "CREPE split of an item, per training corpus",
-        "Seen Compounds: every atom and every compound of the item's scene graph occurs in "
-        "the corpus (in at least `splits.min_count` captions).",
-    ),
-    (
-        "`UC`",
-        "CREPE split",
-        "Unseen Compounds: every atom is seen, at least one compound (attribute-object or "
-        "object-relation-object) is not.",
-    ),
-    ("`UA`", "CREPE split", "Unseen Atoms: some object, attribute or relation is not seen."),
-    (
-        "`no_compound`",
-        "CREPE split",
-        "The item has no compound, so no split (CREPE's sets hold only items with one).",
-    ),
-    (
-        "`perfect`",
-        "BindSplit label of one attribute-object binding",
-        "The corpus has this attribute on this object as a phrase of its own (object "
-        "lemmatised, attribute case-folded).",
-    ),
-    ("`close`", "BindSplit binding label", "Seen only inside a longer attributive phrase."),
-    ("`none`", "BindSplit binding label", "Not seen at all."),
-    (
-        "`perfect`, `close`, `none`, `perfect+close`, `perfect+none`, `close+none`, "
-        "`perfect+close+none`",
-        "BindSplit bucket of a sample (a positive text with its attribute-swapped negatives)",
-        "The labels that occur among the sample's bindings.",
-    ),
-    (
-        "`seen`, `mixed`, `unseen`",
-        "BindSplit split of a sample, under a rule",
-        "Every binding of the sample counts as seen under the rule / some do / none does.",
-    ),
-    ("`strict` (STRICT)", "BindSplit rule", "Only `perfect` counts as seen."),
-    ("`loose` (LOOSE)", "BindSplit rule", "`perfect` and `close` count as seen."),
-    (
-        "`no_binding`",
-        "BindSplit",
-        "The text has no attribute-object binding: no bucket and no split.",
-    ),
-    (
-        "`excluded` (`missing`, `unreadable`)",
-        "any benchmark, per model (`results/metrics/<model>/<benchmark>_excluded.parquet`)",
-        "The item's image is missing or cannot be decoded (its status in the image index): "
-        "the item is not evaluated, and counted.",
-    ),
-)
-
-
-def _appendix() -> list[str]:
-    from vlcomp.ingest.job import format_docs
-
-    return [
-        "",
-        "## Corpus formats and their options",
-        "",
-        "`corpora.<name>.format` says how the files of `corpora.<name>.inputs` are read and",
-        "`corpora.<name>.options` sets that format's options (any other key is an error",
-        "before any job runs). A file key is the file name without its suffixes.",
-        "",
-        FORMATS_BEGIN,
-        format_docs().rstrip("\n"),
-        FORMATS_END,
-        "",
-        "## Split labels",
-        "",
-        "The labels the split tables, metric tables and figures use (`splits.min_count` sets",
-        "how many captions make a unit seen).",
-        "",
-        "| label | where | meaning |",
-        "|---|---|---|",
-        *(f"| {label} | {where} | {meaning} |" for label, where, meaning in SPLIT_LABELS),
-    ]
-
-
-def config_docs() -> str:
-    """Markdown reference of every key, generated from the schema (config/README.md), then
-    the corpus formats (from the format registry) and the legend of split labels."""
-    schema = load_schema()
-    header = [
-        "# Configuration reference",
-        "",
-        "Generated from `src/vlcomp/schemas/config.schema.yaml` by",
-        "`python -m vlcomp.config > config/README.md`; a test keeps it in sync.",
-        "`config/config.yaml` is the embedded default (the synthetic world). A file given",
-        "with `--configfile` replaces it (presets for real data: `config/presets/`, see",
-        "`config/presets/README.md`). Unknown keys are errors; a key with a default may be",
-        "left out. A model needs exactly one of `pretrained`, `checkpoint` or `train`.",
-        "Paths under `results/` are produced by the workflow and not checked up front.",
-        "",
-        "| key | type | default | meaning |",
-        "|---|---|---|---|",
-    ]
-    return "\n".join(header + _doc_rows(schema, schema, "") + _appendix()) + "\n"
-
-
-if __name__ == "__main__":
-    print(config_docs(), end="")
