@@ -10,7 +10,8 @@ WORDNET_HOME := $(CURDIR)/resources/nltk_data
 # WordNet it finds there instead of fetching one).
 NLTK_DATA := $(WORDNET_HOME)$(if $(NLTK_DATA),:$(NLTK_DATA))
 CORES ?= all
-# pytest-xdist workers of make test (tests/conftest.py keeps a module's tests on one worker)
+# pytest-xdist workers of make test (--dist loadfile: a module's tests, and its module-scoped
+# workflow run, stay on one worker; the shared small run is made once, tests/integration)
 TEST_WORKERS ?= 2
 # pyproject.toml's test extra (CLIP_benchmark), installed without its dependencies
 TEST_DEPS = $(shell $(PYTHON) -c 'import tomllib; \
@@ -37,7 +38,7 @@ run: setup
 	$(BIN)/snakemake --cores $(CORES) --profile profiles/default
 
 test: setup
-	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadgroup tests
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile tests
 
 lint: setup
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

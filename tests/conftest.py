@@ -32,13 +32,3 @@ def network_attempts(monkeypatch):
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket.socket, "connect_ex", refuse)
     return attempts
-
-
-def pytest_collection_modifyitems(items):
-    """Groups for pytest-xdist's ``--dist loadgroup`` (``make test`` runs two workers): a
-    module's tests stay on one worker, so a module-scoped workflow run is made once, and the
-    tests reading the shared small run (``small_run``) share one worker for the same reason.
-    Without xdist the marks do nothing."""
-    for item in items:
-        group = "small_run" if "small_run" in item.fixturenames else item.module.__name__
-        item.add_marker(pytest.mark.xdist_group(group))
