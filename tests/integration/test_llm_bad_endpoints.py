@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import socket
 import time
 from pathlib import Path
@@ -21,7 +22,6 @@ from tests.integration.test_llm_workflow import GENERATED, files_containing, wri
 from tests.integration.test_workflow import snakemake
 from tests.llm_server import llm_server  # noqa: F401 - the fixture
 from tests.unit.test_llm_negatives import KEY_ENV, SECRET, nothing_found, sugarcrepe_answer
-from vlcomp.llm.ledger import reset
 
 pytestmark = pytest.mark.integration
 
@@ -80,7 +80,9 @@ def run_case(root: Path, work: Path, base: dict, server, name: str) -> dict:
     server.answer = answer or sugarcrepe_answer
     server.reset_records()
     server.echo_key_in_errors = True  # every error message quotes the Authorization header
-    reset(work / "results/cache/llm")  # each case starts with nothing spent
+    # each case starts with nothing spent and nothing cached (a well-formed answer of an
+    # earlier case would be read from the cache instead of asking this case's server)
+    shutil.rmtree(work / "results/cache/llm", ignore_errors=True)
     started = time.monotonic()
     result = snakemake(work, GENERATED, config=path, timeout=600)
     elapsed = time.monotonic() - started

@@ -51,7 +51,10 @@ rule systematicity_negatives:
 
 rule export_crepe:
     input:
-        candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
+        candidates=lambda wc: variant_table(
+            wc.benchmark,
+            f"results/negatives/{wc.benchmark}/{wc.corpus}/candidates.parquet",
+        ),
         regions="results/negatives/{benchmark}/{corpus}/regions.parquet",
         splits=lambda wc: f"results/splits/{eval_set_of(wc.benchmark)}/{wc.corpus}.parquet",
     output:
@@ -108,7 +111,9 @@ rule productivity_negatives:
 
 rule export_productivity:
     input:
-        candidates="results/negatives/{benchmark}/candidates.parquet",
+        candidates=lambda wc: variant_table(
+            wc.benchmark, f"results/negatives/{wc.benchmark}/candidates.parquet"
+        ),
         boxes="results/negatives/{benchmark}/boxes.parquet",
     output:
         "results/export/crepe/{benchmark}/files.json",
@@ -199,7 +204,9 @@ rule import_two_image:
 
 rule export_sugarcrepe:
     input:
-        candidates="results/negatives/{benchmark}/candidates.parquet",
+        candidates=lambda wc: variant_table(
+            wc.benchmark, f"results/negatives/{wc.benchmark}/candidates.parquet"
+        ),
         boxes="results/negatives/{benchmark}/boxes.parquet",
         image_index=image_index,
     output:
@@ -216,6 +223,7 @@ rule export_sugarcrepe:
             "benchmark": BENCHMARKS[wc.benchmark],
             "eval_set": EVAL_SETS[eval_set_of(wc.benchmark)],
             "negatives": {"seed": config["negatives"]["seed"]},
+            "variant": evaluated_variant(wc.benchmark),
         },
     message:
         "Exporting {wildcards.benchmark} in SugarCrepe's JSON layout (CLIP_benchmark reads it)"
