@@ -206,29 +206,43 @@ def _key_gaps(provenance: pl.Series, rejected: pl.DataFrame) -> dict[str, list[s
     return {source: found for source, found in gaps.items() if found}
 
 
+def _shown(values: list[str], separator: str = ", ") -> str:
+    """The first ``_SHOWN`` of ``values``, joined, with " ..." when there are more."""
+    return separator.join(values[:_SHOWN]) + (" ..." if len(values) > _SHOWN else "")
+
+
+def _log_common(summary: dict, log: Log) -> None:
+    """Types and rejected rows: the lines both summaries start with."""
+    for kind, count in summary["items_per_type"].items():
+        log(f"  {kind}: {count} items")
+    log(f"rejected rows: {summary['rejected']}")
+    for reason, count in summary["rejected_per_reason"].items():
+        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
+
+
+def _log_gaps(summary: dict, log: Log) -> None:
+    for source, gaps in summary["key_gaps"].items():
+        log(
+            f"{source}: integer keys missing (a gap in the numbering, not an error): {_shown(gaps)}"
+        )
+
+
 def log_candidate_summary(summary: dict, log: Log) -> None:
     log(
         f"{summary['benchmark']} ({summary['format']}): {summary['items']} items, "
         f"{summary['candidates']} candidate rows, {summary['images']} images, "
         f"{summary['items_with_box']} items with a region box"
     )
-    for kind, count in summary["items_per_type"].items():
-        log(f"  {kind}: {count} items")
-    log(f"rejected rows: {summary['rejected']}")
-    for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
+    _log_common(summary, log)
     keys = summary["duplicate_keys"]
     if keys:
-        shown = ", ".join(keys[:_SHOWN]) + (" ..." if len(keys) > _SHOWN else "")
-        log(f"duplicate keys (first occurrence kept, the others rejected): {len(keys)}: {shown}")
-    groups = summary["duplicate_content"]
+        kept = "first occurrence kept, the others rejected"
+        log(f"duplicate keys ({kept}): {len(keys)}: {_shown(keys)}")
+    groups = [" = ".join(g) for g in summary["duplicate_content"]]
     if groups:
-        shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
-        more = " ..." if len(groups) > _SHOWN else ""
-        log(f"items with the same image, region and texts (all kept): {len(groups)}: {shown}{more}")
-    for source, gaps in summary["key_gaps"].items():
-        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
-        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
+        shown = _shown(groups, "; ")
+        log(f"items with the same image, region and texts (all kept): {len(groups)}: {shown}")
+    _log_gaps(summary, log)
     symmetric = summary.get("symmetric_relations")
     if symmetric:
         total = sum(v["items"] for v in symmetric.values())
@@ -238,9 +252,7 @@ def log_candidate_summary(summary: dict, log: Log) -> None:
             f"{total}, {action}"
         )
         for relation, found in symmetric.items():
-            ids = found["item_ids"]
-            shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
-            log(f"  {relation}: {found['items']} items: {shown}")
+            log(f"  {relation}: {found['items']} items: {_shown(found['item_ids'])}")
     for task, groups in summary.get("macro_groups", {}).items():
         log(
             f"{task}: {groups['groups']} groups, {groups['groups_counted']} counted by ARO's macro "
@@ -256,21 +268,15 @@ def log_two_image_summary(summary: dict, log: Log) -> None:
         f"{summary['benchmark']} ({summary['format']}): {summary['items']} two-image items, "
         f"{summary['images']} distinct images"
     )
-    for kind, count in summary["items_per_type"].items():
-        log(f"  {kind}: {count} items")
-    log(f"rejected rows: {summary['rejected']}")
-    for reason, count in summary["rejected_per_reason"].items():
-        log(f"  {reason}: {count} (first at {summary['first_rejected'][reason]})")
+    _log_common(summary, log)
     ids = summary["duplicate_ids"]
     if ids:
-        shown = ", ".join(ids[:_SHOWN]) + (" ..." if len(ids) > _SHOWN else "")
-        log(f"duplicate ids (first occurrence kept, the others rejected): {len(ids)}: {shown}")
-    groups = summary["duplicate_content"]
+        log(
+            f"duplicate ids (first occurrence kept, the others rejected): {len(ids)}: {_shown(ids)}"
+        )
+    groups = [" = ".join(g) for g in summary["duplicate_content"]]
     if groups:
-        shown = "; ".join(" = ".join(g) for g in groups[:_SHOWN])
-        more = " ..." if len(groups) > _SHOWN else ""
-        log(f"items with the same images and captions (all kept): {len(groups)}: {shown}{more}")
-    for source, gaps in summary["key_gaps"].items():
-        shown = ", ".join(gaps[:_SHOWN]) + (" ..." if len(gaps) > _SHOWN else "")
-        log(f"{source}: integer keys missing (a gap in the numbering, not an error): {shown}")
+        shown = _shown(groups, "; ")
+        log(f"items with the same images and captions (all kept): {len(groups)}: {shown}")
+    _log_gaps(summary, log)
     _log_metrics(summary, log)
