@@ -81,11 +81,16 @@ def csv_name(split: str, corpus: str, eval_set: str = "vg") -> str:
     return f"syst_{eval_set}_hard_negs_{SPLIT_NAMES[split]}_in_{corpus}.csv"
 
 
+NOT_IN_VARIANT = "no candidates in this variant of the benchmark"
+
+
 def crepe_rows(
     candidates: pl.DataFrame, regions: pl.DataFrame
 ) -> tuple[pl.DataFrame, Counter[str]]:
     """One row per evaluation item (``ROWS_SCHEMA``, in the order of ``regions``) and the
-    items left out, by reason. Negatives keep their order in ``candidates``."""
+    items left out, by reason (``NOT_IN_VARIANT``: a region whose item the candidates do
+    not hold, as a debiased variant drops items). Negatives keep their order in
+    ``candidates``."""
     missing = {"item_id", "text", "is_positive", "family"} - set(candidates.columns)
     if missing:
         raise ValueError(f"candidates: missing column(s) {sorted(missing)}")
@@ -97,8 +102,9 @@ def crepe_rows(
     skipped: Counter[str] = Counter()
     for region in regions.iter_rows(named=True):
         entry = texts.get(region["item_id"])
-        if entry is None:
-            raise ValueError(f"regions: item {region['item_id']!r} has no candidates")
+        if entry is None:  # a variant that drops items (debiased) leaves regions without any
+            skipped[NOT_IN_VARIANT] += 1
+            continue
         if len(entry["positive"]) != 1:
             raise ValueError(f"candidates: item {region['item_id']!r} has not one positive")
         eval_id = region["eval_item_id"]
