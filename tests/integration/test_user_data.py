@@ -287,7 +287,8 @@ def test_every_benchmark_kind_is_evaluated(user_run):
 
     export = results / "export/sugarcrepe/pairs"
     assert verify_manifest(export) == []
-    generated = pl.read_parquet(results / "negatives/pairs/candidates.parquet")
+    # the variant the models are scored on (evaluate.variant: debiased, the default)
+    generated = pl.read_parquet(results / "negatives/pairs/debiased/candidates.parquet")
     exported = read_sugarcrepe_dir(export).candidates
     assert sorted(exported["text"].to_list()) == sorted(generated["text"].to_list())
     assert (results / "blind/published/factual.parquet").exists()
