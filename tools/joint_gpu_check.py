@@ -21,7 +21,8 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from vlcomp.evaluate.embed import ImageRef, embed_image_refs, embed_texts  # noqa: E402
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts  # noqa: E402
+from vlcomp.evaluate.images import ImageRef  # noqa: E402
 from vlcomp.evaluate.joint_scoring import score_pairs
 from vlcomp.models.catalogue import ModelSpec  # noqa: E402
 from vlcomp.models.joint import PairScorer  # noqa: E402

@@ -1,13 +1,16 @@
 """A blind-attack certificate read (``results/blind/<benchmark>/attacks.parquet``, written by
 ``vlcomp.refine.jobs.attacks_stage``): per (benchmark, part, variant, type) the best attack and
-the verdict of the certificate's rule (``vocabulary.above_chance`` / ``below_chance``). In the
-ground, so that the summary and the audit read certificates the same way."""
+the verdict of the certificate's rule (``vocabulary.above_chance`` / ``below_chance``); its
+per-pair decisions (``attack_predictions.parquet``), a pair's credit under its tie rule and
+its interval (items resampled). In the ground, so that the summary and the audit read
+certificates the same way."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
 from vlcomp.vocabulary import (
@@ -72,3 +75,73 @@ def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
         "note": pl.String,
     }  # fmt: skip
     return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+# What the summary reads of a certificate's decisions (``attack_predictions.parquet``):
+# every variant's, each pair with its part, type and the text keys of its two texts.
+DECISION_COLUMNS: dict[str, pl.DataType] = {
+    "benchmark": pl.String, "part": pl.String, "variant": pl.String, "item_id": pl.String,
+    "type": pl.String, "positive_key": pl.String, "negative_key": pl.String,
+    "attack": pl.String, "d": pl.Float64,
+}  # fmt: skip
+
+
+def attack_decisions(paths: Sequence[str | Path]) -> pl.DataFrame:
+    """The per-pair decisions of certificates (``DECISION_COLUMNS``), an item id without
+    the ``<part>/`` prefix a certificate of several parts gives it."""
+    frames = []
+    for path in paths:
+        frame = pl.read_parquet(path)
+        missing = [c for c in DECISION_COLUMNS if c not in frame.columns]
+        if missing:
+            raise ValueError(
+                f"{path}: no column(s) {missing}: written before certificates kept every "
+                "variant's decisions with their pairs' part, type and text keys; rerun rule "
+                "blind_attacks"
+            )
+        several = pl.col("part").n_unique().over("benchmark", "variant") > 1
+        frames.append(
+            frame.select([pl.col(c).cast(t) for c, t in DECISION_COLUMNS.items()]).with_columns(
+                item_id=pl.when(several)
+                .then(pl.col("item_id").str.strip_prefix(pl.format("{}/", "part")))
+                .otherwise(pl.col("item_id"))
+            )
+        )
+    return pl.concat(frames) if frames else pl.DataFrame(schema=DECISION_COLUMNS)
+
+
+def credit(d: pl.Expr) -> pl.Expr:
+    """A pair's credit under the certificate's tie rule: 1 when d(positive, negative) > 0,
+    0 when d < 0, 1/2 when d == 0 (the expected credit of a coin flip)."""
+    return pl.when(d > 0).then(1.0).when(d < 0).then(0.0).otherwise(0.5)
+
+
+def bootstrap_interval(
+    credits: np.ndarray, counts: np.ndarray, resamples: int, rng: np.random.Generator
+) -> tuple[float | None, float | None]:
+    """95 % percentile interval of sum(credit) / sum(pairs) over items drawn with
+    replacement (``credits`` and ``counts`` per item; a credit may be negative: a
+    difference of two credits)."""
+    m = len(credits)
+    if resamples <= 0 or m == 0:
+        return None, None
+    chunk = max(1, 2_000_000 // m)
+    # credits are multiples of 1/2: 2 * credit and the count packed in one integer, so each
+    # resample is one gather and one sum, exact (the same values as two float sums)
+    halves = np.rint(2 * credits).astype(np.int64)
+    packed = (halves << 32) + counts.astype(np.int64)
+    exact = (
+        bool(np.all(halves == 2 * credits))
+        and m * int(np.abs(halves).max(initial=0)) < 2**30
+        and m * int(counts.max(initial=0)) < 2**31
+    )  # a resample's sums fit their halves of the integer
+    stats = []
+    for start in range(0, resamples, chunk):
+        draw = rng.integers(0, m, size=(min(chunk, resamples - start), m))
+        if exact:
+            total = packed[draw].sum(axis=1)
+            stats.append((total >> 32) / 2 / (total & 0xFFFFFFFF))
+        else:
+            stats.append(credits[draw].sum(axis=1) / counts[draw].sum(axis=1))
+    low, high = np.quantile(np.concatenate(stats), [0.025, 0.975])
+    return float(low), float(high)

@@ -6,6 +6,8 @@ stage's output can be read by the next without guessing column names or types.
 
 from __future__ import annotations
 
+import hashlib
+
 import polars as pl
 
 # Parquet metadata: why a stage's output holds nothing (or a panel of its figure is empty).
@@ -119,6 +121,12 @@ SCORES_SCHEMA: dict[str, pl.DataType] = {
     "text_key": pl.String,  # sha256 of the UTF-8 text
     "score": pl.Float64,
 }
+
+
+def text_key(text: str) -> str:
+    """The key of a text in the scores and embedding tables (``SCORES_SCHEMA.text_key``, the
+    text embedding cache): sha256 of its UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def empty(schema: dict[str, pl.DataType]) -> pl.DataFrame:

@@ -3,7 +3,7 @@
 One set of benchmark items (``bench.make_bench_data``: JPEG crops, one positive and
 ``negatives`` one-word-away negatives each) is scored by one model (random weights unless
 a checkpoint is given) in several *runs*, ``device:precision[:workers]`` (e.g. ``cpu:fp32``,
-``cuda:fp16``), through the workflow's own path (``retrieval_sets.score_candidates``).
+``cuda:fp16``), through the workflow's own path (``scoring.score_candidates``).
 Each run is compared with the reference run (the first):
 
 * ``max_abs_diff`` / ``mean_abs_diff`` of the cosine similarities;
@@ -136,7 +136,7 @@ def score_runs(
     """The benchmark items, each run's similarities (``candidates`` order), and per run the
     precision actually used and the seconds it took. ``data_dir``: as in
     ``bench.run_benchmark`` (the same items and random weights as the benchmark's)."""
-    from vlcomp.evaluate.retrieval_sets import score_candidates
+    from vlcomp.evaluate.scoring import score_candidates
     from vlcomp_dev.bench.evaluate import bench_data, bench_model
 
     torch.set_num_threads(threads)

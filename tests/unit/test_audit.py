@@ -30,11 +30,10 @@ from vlcomp.audit.familiarity import (
 from vlcomp.audit.figures import plot_blind_accuracy, plot_composition, plot_seen_shares
 from vlcomp.audit.report import share_text
 from vlcomp.audit.variants import VariantInfo, describe_variant, prepare_candidates, unique_keys
-from vlcomp.contracts import CANDIDATES_SCHEMA, GRAPH_SCHEMA, SCORES_SCHEMA
+from vlcomp.contracts import CANDIDATES_SCHEMA, GRAPH_SCHEMA, SCORES_SCHEMA, text_key
 from vlcomp.counts.counts import BINDINGS_SCHEMA, count_shard
 from vlcomp.evaluate.metrics import METRIC_SCHEMA
 from vlcomp.io import write_parquet
-from vlcomp.refine.scores import text_key
 
 REAL_SUGARCREPE = SHARED / "data" / "sugarcrepe"
 SUGARCREPE_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "importers" / "sugarcrepe"

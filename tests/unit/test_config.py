@@ -354,7 +354,7 @@ def test_every_format_and_option_is_documented(monkeypatch):
 
 def test_split_legend_names_every_label():
     from vlcomp.config.docs import SPLIT_LABELS, config_docs
-    from vlcomp.evaluate.embed import MISSING, UNREADABLE
+    from vlcomp.evaluate.images import MISSING, UNREADABLE
 
     assign = importlib.import_module("vlcomp.splits.assign")  # the package exports a function
 

@@ -192,7 +192,7 @@ def _candidates(rng: np.random.Generator) -> pl.DataFrame:
 
 def _scored(candidates: pl.DataFrame, rng: np.random.Generator) -> pl.DataFrame:
     """SCORES_SCHEMA rows with similarities on a coarse grid (ties happen)."""
-    from vlcomp.evaluate.embed import text_key
+    from vlcomp.contracts import text_key
     from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA
 
     n = candidates.height

@@ -275,7 +275,7 @@ def test_the_panel_holds_the_corpus_attacks_and_they_end_at_chance():
         schema=["positive", "negative", "family", "target"],
         orient="row",
     )
-    from vlcomp.refine.attacks import text_key
+    from vlcomp.contracts import text_key
 
     texts = table["text"].unique().sort().to_list()
     scores = pl.DataFrame(

@@ -4,7 +4,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.evaluate.embed import EmbeddingCache, embed_images, embed_texts
+from vlcomp.evaluate.embed import embed_images, embed_texts
+from vlcomp.evaluate.images import EmbeddingCache
 from vlcomp.io import atomic_path, read_parquet_metadata, write_parquet
 from vlcomp.models.catalogue import ModelSpec
 from vlcomp.models.loading import load_model

@@ -14,15 +14,8 @@ import torch
 from PIL import Image
 
 from vlcomp.config import ConfigError, validate_config
-from vlcomp.evaluate.embed import (
-    EmbeddingCache,
-    ImageRef,
-    UnreadableImageError,
-    cache_folder,
-    embed_image_refs,
-    model_metadata,
-    open_model,
-)
+from vlcomp.evaluate.embed import cache_folder, embed_image_refs, model_metadata, open_model
+from vlcomp.evaluate.images import EmbeddingCache, ImageRef, UnreadableImageError
 from vlcomp.models.catalogue import ModelSpec, PrecisionError
 from vlcomp.models.loading import load_model
 from vlcomp.models.parts import LoadedModel, resolve_precision
@@ -193,7 +186,8 @@ rule embed:
 SCRIPT = """
 import json, sys
 sys.path.insert(0, snakemake.params.src)
-from vlcomp.evaluate.embed import ImageRef, embed_image_refs
+from vlcomp.evaluate.embed import embed_image_refs
+from vlcomp.evaluate.images import ImageRef
 from vlcomp.models.catalogue import ModelSpec
 from vlcomp.models.loading import load_model
 

@@ -9,11 +9,11 @@ import torch
 from PIL import Image
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, PREDICTION_FLAGS_SCHEMA
-from vlcomp.evaluate.embed import (
+from vlcomp.evaluate.embed import embed_image_refs
+from vlcomp.evaluate.images import (
     EXCLUDED_SCHEMA,
     IMAGE_INDEX_SCHEMA,
     ImageRef,
-    embed_image_refs,
     lookup_images,
     read_image_index,
 )

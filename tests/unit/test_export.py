@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, EVAL_ITEMS_SCHEMA
-from vlcomp.evaluate.embed import crop, open_rgb, read_image_index
+from vlcomp.evaluate.images import crop, open_rgb, read_image_index
 from vlcomp.export import (
     MANIFEST,
     crepe_manifest_job,

@@ -41,7 +41,8 @@ import transformers
 from PIL import Image
 from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
 
-from vlcomp.evaluate.embed import ImageRef, embed_image_refs, embed_texts, model_metadata
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts, model_metadata
+from vlcomp.evaluate.images import ImageRef
 from vlcomp.models.catalogue import ModelSpec
 from vlcomp.models.hf_models import transformers_context_length
 from vlcomp.models.loading import load_model
@@ -509,7 +510,7 @@ def test_naflex_images_keep_their_aspect_ratio(family):
 def test_naflex_embeddings_through_workers_and_the_cache(family, tmp_path):
     """Decoded in a DataLoader worker and stored in the embedding cache, NaFlex images embed
     as in this process; a second pass computes nothing."""
-    from vlcomp.evaluate.embed import EmbeddingCache
+    from vlcomp.evaluate.images import EmbeddingCache
 
     direct, _ = embed_image_refs(family.loaded, family.refs, batch_size=4)
     cache = EmbeddingCache(tmp_path, "image")

@@ -20,13 +20,8 @@ from tests.unit import test_evaluate_jobs
 from tests.unit.test_evaluate_jobs import PAIRS, SETTINGS, candidates, retrieval_items
 from vlcomp.config import ConfigError, validate_config
 from vlcomp.contracts import PREDICTION_FLAGS_SCHEMA
-from vlcomp.evaluate.embed import (
-    EmbeddingCache,
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
-    model_metadata,
-)
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts, model_metadata
+from vlcomp.evaluate.images import EmbeddingCache, ImageRef
 from vlcomp.evaluate.jobs import evaluate_benchmark_job, evaluate_two_image_job, retrieval_job
 from vlcomp.evaluate.joint_scoring import pair_cache, rerank_ranks, retrieval_ranks, score_pairs
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, RANKS_SCHEMA, pessimistic_rank

@@ -21,12 +21,8 @@ import torch
 from PIL import Image
 
 from vlcomp.config import ConfigError, validate_config
-from vlcomp.evaluate.embed import (
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
-    model_metadata,
-)
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts, model_metadata
+from vlcomp.evaluate.images import ImageRef
 from vlcomp.evaluate.jobs import token_ids
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError, resolve_context_length
 from vlcomp.models.loading import check_available, load_model

@@ -13,7 +13,7 @@ from PIL import Image
 
 from tests.unit.test_importers_more import _write
 from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, REJECTED_SCHEMA
-from vlcomp.evaluate.embed import EXCLUDED_SCHEMA, IMAGE_INDEX_SCHEMA
+from vlcomp.evaluate.images import EXCLUDED_SCHEMA, IMAGE_INDEX_SCHEMA
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
 from vlcomp.evaluate.two_image import (
     IMAGE_SELECTION_CHANCE,

@@ -19,7 +19,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.evaluate.embed import EmbeddingCache, ImageRef, model_metadata
+from vlcomp.evaluate.embed import model_metadata
+from vlcomp.evaluate.images import EmbeddingCache, ImageRef
 from vlcomp.evaluate.joint_scoring import pair_cache, retrieval_ranks, score_pairs
 from vlcomp.evaluate.metrics import pessimistic_rank
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError

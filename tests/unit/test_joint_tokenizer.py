@@ -11,8 +11,9 @@ import pytest
 
 from vlcomp.evaluate.embed import model_metadata
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
-from vlcomp.models.loading import PROBE_CAPTION, load_model, provenance
+from vlcomp.models.loading import PROBE_CAPTION, load_model
 from vlcomp.models.tiny_models import save_tiny_blip_itm, save_tiny_llava
+from vlcomp.models.versions import provenance
 
 # German words and the special tokens: no English word and no single letter
 WRONG_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "der", "die", "das", "und", "ist"]

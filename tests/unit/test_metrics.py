@@ -146,7 +146,7 @@ def test_constant_columns_are_not_resampled_and_keep_their_value():
 
 def _scores(rows):
     """(item_id, family, target, is_positive, text, similarity) -> SCORES_SCHEMA rows."""
-    from vlcomp.evaluate.embed import text_key
+    from vlcomp.contracts import text_key
     from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA
 
     return pl.DataFrame(

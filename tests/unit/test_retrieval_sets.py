@@ -4,14 +4,8 @@ import pytest
 import torch
 from PIL import Image
 
-from vlcomp.evaluate.embed import (
-    EmbeddingCache,
-    ImageRef,
-    crop,
-    crop_key,
-    embed_image_refs,
-    image_key,
-)
+from vlcomp.evaluate.embed import embed_image_refs
+from vlcomp.evaluate.images import EmbeddingCache, ImageRef, crop, crop_key, image_key
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
 from vlcomp.evaluate.retrieval_sets import (
     SET_METRIC_SCHEMA,

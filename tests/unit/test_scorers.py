@@ -8,10 +8,10 @@ import polars as pl
 import pytest
 import torch
 
+from vlcomp.contracts import text_key
 from vlcomp.io import read_parquet_metadata, write_parquet
 from vlcomp.scorers import TextScorer
 from vlcomp.scorers.cache import read_scores, score_texts
-from vlcomp.scorers.corpus import text_key
 from vlcomp.scorers.factory import make_scorer
 from vlcomp.scorers.hf import ModelNotAvailableError
 from vlcomp.scorers.ngram import (

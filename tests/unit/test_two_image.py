@@ -11,13 +11,8 @@ import torch
 from PIL import Image
 
 from vlcomp.contracts import CANDIDATES_SCHEMA, TWO_IMAGE_SCHEMA
-from vlcomp.evaluate.embed import (
-    EXCLUDED_SCHEMA,
-    IMAGE_INDEX_SCHEMA,
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
-)
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts
+from vlcomp.evaluate.images import EXCLUDED_SCHEMA, IMAGE_INDEX_SCHEMA, ImageRef
 from vlcomp.evaluate.jobs import evaluate_sugarcrepe_pp_job, evaluate_two_image_job
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, EvalSettings
 from vlcomp.evaluate.two_image import (

@@ -12,17 +12,14 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from vlcomp.contracts import ITEMS_KEY, PREDICTION_FLAGS_SCHEMA
-from vlcomp.evaluate.embed import (
+from vlcomp.contracts import ITEMS_KEY, PREDICTION_FLAGS_SCHEMA, conform, text_key
+from vlcomp.evaluate.images import (
     UNREADABLE,
     excluded_frame,
     log_excluded,
     lookup_images,
-    model_metadata,
-    open_model,
     progress_bar,
     read_image_index,
-    text_key,
 )
 from vlcomp.evaluate.metrics import (
     METRIC_SCHEMA,
@@ -35,17 +32,16 @@ from vlcomp.evaluate.metrics import (
 from vlcomp.evaluate.retrieval_sets import (
     SET_PREDICTIONS_SCHEMA,
     attach_splits,
+    item_boxes,
     log_summary,
     rank_sets,
-    score_candidates,
     set_metric_table,
     split_keys,
 )
-from vlcomp.evaluate.scoring import scorer_of
 from vlcomp.importers.aro import GENERATOR as ARO_GENERATOR
 from vlcomp.importers.aro import aro_macro_accuracy
 from vlcomp.io import read_parquet_metadata, write_parquet, write_with
-from vlcomp.models.loading import provenance
+from vlcomp.models.versions import provenance
 from vlcomp.negatives.context import (
     sets_decided_by_text,
     sets_keyed_by_merges,
@@ -53,6 +49,10 @@ from vlcomp.negatives.context import (
     tokenizer_merges,
 )
 from vlcomp.vocabulary import ALL, AS_GENERATED, TIE_POLICY
+
+# Jobs that open a model import embed, scoring, two_image and models.loading inside the
+# function: those load torch and open_clip (seconds), which the jobs that only read tables
+# (collect_metrics, score_benchmark) must not pay for when they import this module.
 
 Log = Callable[[str], None]
 
@@ -146,6 +146,9 @@ def evaluate_benchmark_job(
     device, threads, batch_size, precision, workers (see ``embed.open_model``) and the
     ``EvalSettings.from_config`` keys (set_recall_at or recall_at, bootstrap_resamples,
     bootstrap_seed). The outputs' metadata name the device type and precision used."""
+    from vlcomp.evaluate.embed import model_metadata, open_model
+    from vlcomp.evaluate.scoring import score_candidates, scorer_of
+
     eval_settings = EvalSettings.from_config(settings)
     index = read_image_index(image_index)
     excluded: list[tuple[Any, ...]] = []
@@ -337,6 +340,9 @@ def retrieval_job(
     (``RANKS_SCHEMA``). Images are looked up in ``image_index``; captions of images that are
     not usable (or fail to decode) are excluded and logged, and those images leave the
     gallery. ``benchmark`` defaults to the eval set folder's name + "_retrieval"."""
+    from vlcomp.evaluate.embed import model_metadata, open_model
+    from vlcomp.evaluate.scoring import scorer_of
+
     eval_settings = EvalSettings.from_config(settings, ks_key="recall_at")
     benchmark = benchmark or f"{Path(eval_items).parent.name}_retrieval"
     items = pl.read_parquet(eval_items)
@@ -438,7 +444,8 @@ def evaluate_two_image_job(
     Both image ids are looked up in ``image_index``; an item with either image missing or
     undecodable is excluded and logged. ``settings``: device, threads, batch_size, precision,
     workers, bootstrap_resamples, bootstrap_seed, ci_level."""
-    from vlcomp.contracts import conform
+    from vlcomp.evaluate.embed import model_metadata, open_model
+    from vlcomp.evaluate.scoring import scorer_of
     from vlcomp.evaluate.two_image import PAIR_SHAPES, log_score_summary
 
     if shape not in PAIR_SHAPES:
@@ -533,7 +540,8 @@ def evaluate_sugarcrepe_pp_job(
     table item_id, x, y, width, height cropping each item's image. An item whose image is
     missing or undecodable is excluded from both metrics (TOT too, so that ITT and TOT count
     the same items). ``settings``: as ``evaluate_two_image_job``."""
-    from vlcomp.evaluate.retrieval_sets import item_boxes
+    from vlcomp.evaluate.embed import model_metadata, open_model
+    from vlcomp.evaluate.scoring import scorer_of
     from vlcomp.evaluate.two_image import (
         SUGARCREPE_PP_CHANCE,
         SUGARCREPE_PP_METRICS,

@@ -24,17 +24,16 @@ from collections.abc import Callable, Sequence
 import numpy as np
 from PIL import Image
 
-from vlcomp.evaluate.embed import (
+from vlcomp.contracts import text_key
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts
+from vlcomp.evaluate.images import (
     EmbeddingCache,
     ImageRef,
     UnreadableImageError,
     crop,
     crop_key,
-    embed_image_refs,
-    embed_texts,
     image_key,
     open_rgb,
-    text_key,
 )
 from vlcomp.models.joint import PairScorer, for_retrieval
 from vlcomp.models.parts import LoadedModel

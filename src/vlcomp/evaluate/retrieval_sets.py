@@ -22,10 +22,12 @@ general 1 - C(m - p, K) / C(m, K) for p positives; 0.5 for a pair). Every value 
 percentile bootstrap confidence interval over items (stratified by negative type for macro
 averages); see ``vlcomp.evaluate.metrics``.
 
-Images are looked up by image_id in a mapping built from the eval set's image index
-(``vlcomp.evaluate.embed.lookup_images``), never guessed from names. Images may be crops: a
+The model's scores (``SCORES_SCHEMA``) come from ``vlcomp.evaluate.scoring.score_candidates``;
+this module ranks them and builds the metric tables, without a model or torch. Images are
+looked up by image_id in a mapping built from the eval set's image index
+(``vlcomp.evaluate.images.lookup_images``), never guessed from names. Images may be crops: a
 boxes table (item_id, x, y, width, height; the eval-items contract qualifies) gives a region
-per item (``vlcomp.evaluate.embed.ImageRef``).
+per item (``item_boxes``, ``vlcomp.evaluate.images.ImageRef``).
 """
 
 from __future__ import annotations
@@ -35,15 +37,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import polars as pl
 
-from vlcomp.evaluate.embed import (
-    Box,
-    EmbeddingCache,
-    ImageRef,
-    crop,
-    crop_key,
-    embed_image_refs,
-    text_key,
-)
+from vlcomp.evaluate.images import Box
 from vlcomp.evaluate.metrics import (
     METRIC_SCHEMA,
     EvalSettings,
@@ -56,8 +50,6 @@ from vlcomp.evaluate.metrics import (
     pessimistic_rank,
     split_order,
 )
-from vlcomp.evaluate.scoring import scorer_of
-from vlcomp.models.parts import LoadedModel
 from vlcomp.vocabulary import (
     ALL,
     CHANCE,
@@ -74,10 +66,9 @@ Log = Callable[[str], None]
 
 __all__ = [
     "ALL", "CHANCE", "NOT_IN_SPLITS", "NO_SPLIT", "SCORES_SCHEMA", "SET_METRIC_SCHEMA",
-    "SET_PREDICTIONS_SCHEMA", "TIE_POLICY", "UNSPLIT", "Box", "ImageRef", "SetEvalSettings",
-    "attach_splits", "bootstrap_means", "cell_rng", "crop", "crop_key", "embed_image_refs",
-    "item_boxes", "negative_type", "percentile_interval", "rank_sets", "score_candidates",
-    "set_metric_table", "split_keys",
+    "SET_PREDICTIONS_SCHEMA", "TIE_POLICY", "UNSPLIT", "SetEvalSettings", "attach_splits",
+    "bootstrap_means", "cell_rng", "item_boxes", "negative_type", "percentile_interval",
+    "rank_sets", "set_metric_table", "split_keys",
 ]  # fmt: skip
 
 # What a null split means, for the columns of the split assignments (splits.assign).
@@ -124,7 +115,7 @@ SCORES_SCHEMA: dict[str, pl.DataType] = {
 OPTIONAL_SCORE_COLUMNS = ("complexity", "image")
 
 
-# --------------------------------------------------------------------------- scoring
+# --------------------------------------------------------------------------- boxes
 
 
 def item_boxes(boxes: pl.DataFrame | None) -> dict[str, Box | None]:
@@ -146,71 +137,6 @@ def item_boxes(boxes: pl.DataFrame | None) -> dict[str, Box | None]:
         else:
             out[str(item_id)] = (int(x), int(y), int(w), int(h))
     return out
-
-
-def score_candidates(
-    model: str,
-    loaded: LoadedModel,
-    candidates: pl.DataFrame,
-    images: Mapping[str, str],
-    boxes: pl.DataFrame | None = None,
-    batch_size: int = 256,
-    image_cache: EmbeddingCache | None = None,
-    text_cache: EmbeddingCache | None = None,
-    progress: Callable[[str], Callable[[int, int], None] | None] = lambda label: None,
-    log: Log | None = None,
-    unreadable: dict[str, str] | None = None,
-) -> pl.DataFrame:
-    """The model's score of every candidate text with its item's image (or crop)
-    (``scoring.Scorer.score_sets``: the cosine similarity of their embeddings, or the score
-    of a model that scores pairs).
-
-    ``images``: image_id -> file for every candidate's ``image`` (build it from the image
-    index with ``lookup_images`` and leave out the items it cannot serve). A file that fails
-    to decode raises, unless ``unreadable`` is given: then its image_id is recorded there
-    (image_id -> message) and its items' rows are left out of the result."""
-    for column in ("benchmark", "item_id", "image", "text", "is_positive", "family", "target"):
-        if column not in candidates.columns:
-            raise ValueError(f"candidates: missing column {column!r}")
-    if candidates["image"].null_count():
-        raise ValueError("candidates: rows without an image cannot be scored against one")
-    unknown = sorted(set(candidates["image"].to_list()) - set(images))
-    if unknown:
-        raise ValueError(
-            f"candidates: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r} "
-            "(exclude the items the image index cannot serve first)"
-        )
-    box_of = item_boxes(boxes)
-    item_image = candidates.select("item_id", "image").unique(maintain_order=True)
-    if item_image["item_id"].is_duplicated().any():
-        raise ValueError("candidates: an item_id is paired with more than one image")
-    ref_of_item = {
-        item_id: ImageRef(images[name], box_of.get(item_id))
-        for item_id, name in item_image.iter_rows()
-    }
-    candidates, similarity = scorer_of(loaded).score_sets(
-        candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log, unreadable
-    )
-    texts = candidates["text"].to_list()
-    if "complexity" in candidates.columns:
-        complexity = pl.col("complexity").cast(pl.Int64)
-    elif boxes is not None and "complexity" in boxes.columns:
-        of_item = dict(boxes.select(pl.col("item_id").cast(pl.String), "complexity").iter_rows())
-        complexity = pl.col("item_id").replace_strict(of_item, default=None, return_dtype=pl.Int64)
-    else:
-        complexity = pl.lit(None, pl.Int64)
-    return candidates.select(
-        model=pl.lit(model),
-        benchmark="benchmark",
-        item_id="item_id",
-        image="image",
-        family="family",
-        target="target",
-        is_positive="is_positive",
-        complexity=complexity,
-        text_key=pl.Series([text_key(t) for t in texts], dtype=pl.String),
-        similarity=pl.Series(similarity),
-    ).select([pl.col(c).cast(t) for c, t in SCORES_SCHEMA.items()])
 
 
 # --------------------------------------------------------------------------- ranking

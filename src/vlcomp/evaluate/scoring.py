@@ -20,6 +20,9 @@ metric rows (``retrieval_score_kind`` for image<->text retrieval, which a pair s
 rerank by another score: BLIP's ITM match logit + ITC cosine). Text-only similarity
 (SugarCrepe++'s TOT) is the cosine of two text embeddings, which a scorer without text
 embeddings (VQAScore) does not have (``has_text_similarity``).
+
+``score_candidates`` scores a benchmark's candidate sets into ``retrieval_sets.SCORES_SCHEMA``
+rows, which ``retrieval_sets`` ranks.
 """
 
 from __future__ import annotations
@@ -31,13 +34,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from vlcomp.evaluate.embed import (
-    Box,
-    EmbeddingCache,
-    ImageRef,
-    embed_image_refs,
-    embed_texts,
-)
+from vlcomp.contracts import text_key
+from vlcomp.evaluate.embed import embed_image_refs, embed_texts
+from vlcomp.evaluate.images import Box, EmbeddingCache, ImageRef
 from vlcomp.evaluate.joint_scoring import pair_cache, retrieval_ranks, score_grid, score_pairs
 from vlcomp.evaluate.metrics import (
     COSINE,
@@ -48,6 +47,7 @@ from vlcomp.evaluate.metrics import (
     ranks_frame,
 )
 from vlcomp.evaluate.metrics import retrieval_ranks as embedding_retrieval_ranks
+from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA, item_boxes
 from vlcomp.models.joint import PairScorer
 from vlcomp.models.parts import LoadedModel
 
@@ -205,6 +205,71 @@ def scorer_of(loaded: LoadedModel) -> Scorer:
     if isinstance(loaded.model, PairScorer):
         return JointScorer(loaded)
     return EmbeddingScorer(loaded)
+
+
+def score_candidates(
+    model: str,
+    loaded: LoadedModel,
+    candidates: pl.DataFrame,
+    images: Mapping[str, str],
+    boxes: pl.DataFrame | None = None,
+    batch_size: int = 256,
+    image_cache: EmbeddingCache | None = None,
+    text_cache: EmbeddingCache | None = None,
+    progress: Progress = lambda label: None,
+    log: Log | None = None,
+    unreadable: dict[str, str] | None = None,
+) -> pl.DataFrame:
+    """The model's score of every candidate text with its item's image (or crop)
+    (``Scorer.score_sets``: the cosine similarity of their embeddings, or the score
+    of a model that scores pairs).
+
+    ``images``: image_id -> file for every candidate's ``image`` (build it from the image
+    index with ``images.lookup_images`` and leave out the items it cannot serve). A file that fails
+    to decode raises, unless ``unreadable`` is given: then its image_id is recorded there
+    (image_id -> message) and its items' rows are left out of the result."""
+    for column in ("benchmark", "item_id", "image", "text", "is_positive", "family", "target"):
+        if column not in candidates.columns:
+            raise ValueError(f"candidates: missing column {column!r}")
+    if candidates["image"].null_count():
+        raise ValueError("candidates: rows without an image cannot be scored against one")
+    unknown = sorted(set(candidates["image"].to_list()) - set(images))
+    if unknown:
+        raise ValueError(
+            f"candidates: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r} "
+            "(exclude the items the image index cannot serve first)"
+        )
+    box_of = item_boxes(boxes)
+    item_image = candidates.select("item_id", "image").unique(maintain_order=True)
+    if item_image["item_id"].is_duplicated().any():
+        raise ValueError("candidates: an item_id is paired with more than one image")
+    ref_of_item = {
+        item_id: ImageRef(images[name], box_of.get(item_id))
+        for item_id, name in item_image.iter_rows()
+    }
+    candidates, similarity = scorer_of(loaded).score_sets(
+        candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log, unreadable
+    )
+    texts = candidates["text"].to_list()
+    if "complexity" in candidates.columns:
+        complexity = pl.col("complexity").cast(pl.Int64)
+    elif boxes is not None and "complexity" in boxes.columns:
+        of_item = dict(boxes.select(pl.col("item_id").cast(pl.String), "complexity").iter_rows())
+        complexity = pl.col("item_id").replace_strict(of_item, default=None, return_dtype=pl.Int64)
+    else:
+        complexity = pl.lit(None, pl.Int64)
+    return candidates.select(
+        model=pl.lit(model),
+        benchmark="benchmark",
+        item_id="item_id",
+        image="image",
+        family="family",
+        target="target",
+        is_positive="is_positive",
+        complexity=complexity,
+        text_key=pl.Series([text_key(t) for t in texts], dtype=pl.String),
+        similarity=pl.Series(similarity),
+    ).select([pl.col(c).cast(t) for c, t in SCORES_SCHEMA.items()])
 
 
 # --------------------------------------------------------------------------- embeddings

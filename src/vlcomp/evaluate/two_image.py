@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA
-from vlcomp.evaluate.embed import Box, EmbeddingCache, text_key
+from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA, text_key
+from vlcomp.evaluate.images import Box, EmbeddingCache
 from vlcomp.evaluate.metrics import (
     COSINE,
     SCORE_KIND,
@@ -113,7 +113,7 @@ SUGARCREPE_PP_PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "cos_p2_n": pl.Float64,
     "itt_correct": pl.Boolean,
     "tot_correct": pl.Boolean,
-    "p1_text_key": pl.String,  # sha256 of each text (embed.text_key)
+    "p1_text_key": pl.String,  # sha256 of each text (contracts.text_key)
     "p2_text_key": pl.String,
     "n_text_key": pl.String,
 }

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from vlcomp import __version__
+from vlcomp.evaluate.images import read_image_index
 from vlcomp.export.manifest import (
     MANIFEST,
     TIE_POLICY_NOTE,
@@ -58,8 +59,6 @@ def export_benchmark_job(
     manifest. ``link``: hard-link whole images (copy where that fails) rather than copy.
     Returns the manifest (also written as ``manifest.json``) and logs a summary.
     """
-    from vlcomp.evaluate.embed import read_image_index
-
     if fmt not in FORMATS:
         raise ValueError(f"unknown export format {fmt!r}; expected one of {list(FORMATS)}")
     if not isinstance(config_section, Mapping):

@@ -28,8 +28,10 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.evaluate.images import Box, UnreadableImageError, crop, open_rgb
 from vlcomp.io import atomic_dir as atomic_dir  # re-exported: the export's folder
 from vlcomp.io import write_json
+from vlcomp.models.versions import provenance
 
 MANIFEST = "manifest.json"
 KEYS = "keys.csv"
@@ -119,9 +121,6 @@ def _short_hash(text: str) -> str:
 # --------------------------------------------------------------------------- images
 
 
-Box = tuple[int, int, int, int]
-
-
 @dataclass
 class ImageFiles:
     """The images of an export, each written once under ``folder`` with a unique name.
@@ -129,7 +128,7 @@ class ImageFiles:
     A whole image is hard-linked to its source file (``link``; copied where a link cannot
     be made, e.g. across file systems) or, with ``png=True`` and a source that is not a PNG,
     decoded and saved as PNG. A region is cut out as evaluation cuts it
-    (``vlcomp.evaluate.embed.crop`` of the RGB image) and saved as PNG. ``place`` returns
+    (``vlcomp.evaluate.images.crop`` of the RGB image) and saved as PNG. ``place`` returns
     the name under ``folder``, or raises ``UnreadableImageError`` (a file that cannot be
     read or decoded, including one gone since the index was made) or ``ValueError`` (a box
     outside the image).
@@ -176,8 +175,6 @@ class ImageFiles:
         return name
 
     def _save_png(self, source: Path, box: Box | None, name: str) -> None:
-        from vlcomp.evaluate.embed import crop, open_rgb
-
         if self._decoded is None or self._decoded[0] != source:
             self._decoded = (source, open_rgb(source))
         image = crop(self._decoded[1], box)
@@ -196,8 +193,6 @@ class ImageFiles:
         try:
             shutil.copyfile(source, target)
         except OSError as error:
-            from vlcomp.evaluate.embed import UnreadableImageError
-
             raise UnreadableImageError(f"{type(error).__name__}: {error}") from error
         return "copy"
 
@@ -238,8 +233,6 @@ def versions() -> dict[str, str]:
     """vlcomp, the libraries of its model stages, and the ones that wrote the export."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as installed
-
-    from vlcomp.models.loading import provenance
 
     out = dict(provenance())
     for package in ("polars", "pillow"):

@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.evaluate.images import UnreadableImageError, lookup_images
 from vlcomp.export.manifest import (
     BOX_OUTSIDE,
     IMAGE_MISSING,
@@ -150,10 +151,8 @@ def write_sugarcrepe(
 ) -> dict[str, Any]:
     """Write the SugarCrepe files, their images and ``keys.csv`` into ``folder`` (which
     should be empty; see ``export.jobs`` for the atomic job). ``index``: image_id ->
-    ``ImageStatus`` (``vlcomp.evaluate.embed.read_image_index``). Returns the manifest
+    ``ImageStatus`` (``vlcomp.evaluate.images.read_image_index``). Returns the manifest
     sections: layout, counts and left_out rows (item_id, reason, detail)."""
-    from vlcomp.evaluate.embed import UnreadableImageError, lookup_images
-
     folder = Path(folder)
     items = pair_items(candidates, boxes)
     usable, problems = lookup_images([i.image for i in items], index)

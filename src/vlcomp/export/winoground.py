@@ -25,6 +25,7 @@ from typing import Any
 
 import polars as pl
 
+from vlcomp.evaluate.images import UnreadableImageError, lookup_images
 from vlcomp.export.manifest import IMAGE_MISSING, IMAGE_UNREADABLE, KEYS, ImageFiles
 from vlcomp.export.sugarcrepe import item_type
 
@@ -47,8 +48,6 @@ def write_winoground(
 ) -> dict[str, Any]:
     """Write ``examples.jsonl``, ``images/`` and ``keys.csv`` into ``folder``; return the
     manifest sections (layout, counts, left_out rows)."""
-    from vlcomp.evaluate.embed import UnreadableImageError, lookup_images
-
     missing = set(_COLUMNS) - set(items.columns)
     if missing:
         raise ValueError(f"two-image items: missing column(s) {sorted(missing)}")

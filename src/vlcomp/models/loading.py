@@ -28,7 +28,6 @@ import open_clip  # noqa: E402
 import torch  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from vlcomp import __version__  # noqa: E402
 from vlcomp.models import hf_models  # noqa: E402
 from vlcomp.models.catalogue import (  # noqa: E402
     MODEL_CONFIG_DIR,
@@ -251,30 +250,6 @@ def check_tokenizer(spec: ModelSpec, tokenizer: Any) -> None:
             "text would be scored as unknown tokens); replace the folder's tokenizer files "
             "with the model's own"
         )
-
-
-def library_versions() -> dict[str, str]:
-    """The versions of the libraries that compute embeddings and scores (transformers read
-    from its installed metadata, without importing it)."""
-    import importlib.metadata
-
-    import torchvision
-
-    try:
-        transformers_version = importlib.metadata.version("transformers")
-    except importlib.metadata.PackageNotFoundError:
-        transformers_version = "not installed"
-    return {
-        "torch": torch.__version__,
-        "torchvision": torchvision.__version__,
-        "open_clip": open_clip.__version__,
-        "transformers": transformers_version,
-    }
-
-
-def provenance(**extra: str) -> dict[str, str]:
-    """Key-value metadata written into every Parquet file a model stage produces."""
-    return {"vlcomp": __version__, **library_versions(), **extra}
 
 
 def availability_job(model_key: str, model_entry: dict, out: str | Path, log=print) -> None:

@@ -54,10 +54,11 @@ import polars as pl
 from scipy import sparse
 from sklearn.linear_model import LogisticRegression
 
+from vlcomp.certificate import bootstrap_interval, credit
+from vlcomp.contracts import text_key
 from vlcomp.importers.registry import CANDIDATES, IMAGE_SELECTION, TWO_IMAGES, TWO_POSITIVES
 from vlcomp.refine.candidates import ITEM_KEY
 from vlcomp.refine.words import changed_words
-from vlcomp.scorers.corpus import text_key
 from vlcomp.text import words
 from vlcomp.vocabulary import ALL, UNLABELLED, negative_type
 
@@ -98,6 +99,22 @@ PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
     "attack": pl.String,
     "d": pl.Float64,  # d(positive, negative): > 0 right, < 0 wrong, 0 a tie
     "note": pl.String,  # why the attack could not apply to the pair; null if it could
+}
+# The decisions a certificate writes (``results/blind/<benchmark>/attack_predictions.parquet``):
+# ``PREDICTIONS_SCHEMA`` with each pair's part, type and texts' keys, per variant, so that a
+# model's predictions of the same pairs (``pos_text_key``, ``neg_text_key``) join them.
+DECISIONS_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,
+    "part": pl.String,
+    "variant": pl.String,  # the certificate's variant (as_generated, imported:<source>, debiased)
+    "item_id": pl.String,  # <part>/<item_id> when the certificate has several parts
+    "pair_id": pl.String,
+    "type": pl.String,
+    "positive_key": pl.String,  # contracts.text_key of the positive
+    "negative_key": pl.String,  # contracts.text_key of the negative
+    "attack": pl.String,
+    "d": pl.Float64,
+    "note": pl.String,
 }
 RESULTS_SCHEMA: dict[str, pl.DataType] = {
     "part": pl.String,
@@ -490,42 +507,20 @@ def generator_predictions(
     )
 
 
+def pair_decisions(pairs: pl.DataFrame, predictions: pl.DataFrame, variant: str) -> pl.DataFrame:
+    """The predictions as the certificate writes them (``DECISIONS_SCHEMA``)."""
+    keys = pairs.select("benchmark", "pair_id", "part", "type").with_columns(
+        positive_key=pl.Series([text_key(t) for t in pairs["positive"]], dtype=pl.String),
+        negative_key=pl.Series([text_key(t) for t in pairs["negative"]], dtype=pl.String),
+    )
+    return (
+        predictions.join(keys, on=["benchmark", "pair_id"], how="left")
+        .with_columns(variant=pl.lit(variant, dtype=pl.String))
+        .select(list(DECISIONS_SCHEMA))
+    )
+
+
 # ------------------------------------------------------------------------ results
-
-
-def credit(d: pl.Expr) -> pl.Expr:
-    """A pair's credit under ``TIE_POLICY``: 1 when d > 0, 0 when d < 0, 1/2 when d == 0."""
-    return pl.when(d > 0).then(1.0).when(d < 0).then(0.0).otherwise(0.5)
-
-
-def bootstrap_interval(
-    credits: np.ndarray, counts: np.ndarray, resamples: int, rng: np.random.Generator
-) -> tuple[float | None, float | None]:
-    """95 % percentile interval of sum(credit) / sum(pairs) over items drawn with
-    replacement (``credits`` and ``counts`` per item)."""
-    m = len(credits)
-    if resamples <= 0 or m == 0:
-        return None, None
-    chunk = max(1, 2_000_000 // m)
-    # credits are multiples of 1/2: 2 * credit and the count packed in one integer, so each
-    # resample is one gather and one sum, exact (the same values as two float sums)
-    halves = np.rint(2 * credits).astype(np.int64)
-    packed = (halves << 32) + counts.astype(np.int64)
-    exact = (
-        bool(np.all(halves == 2 * credits))
-        and m * int(halves.max(initial=0)) < 2**30
-        and m * int(counts.max(initial=0)) < 2**31
-    )  # a resample's sums fit their halves of the integer
-    stats = []
-    for start in range(0, resamples, chunk):
-        draw = rng.integers(0, m, size=(min(chunk, resamples - start), m))
-        if exact:
-            total = packed[draw].sum(axis=1)
-            stats.append((total >> 32) / 2 / (total & 0xFFFFFFFF))
-        else:
-            stats.append(credits[draw].sum(axis=1) / counts[draw].sum(axis=1))
-    low, high = np.quantile(np.concatenate(stats), [0.025, 0.975])
-    return float(low), float(high)
 
 
 def attack_accuracy(

@@ -207,13 +207,17 @@ def attacks_stage(
     ``score:<scorer>@<corpus>`` attack per scorer of each corpus's score table (``scores``)
     and one ``generator@<corpus>`` per corpus whose generated training negatives are given
     (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
-    and a figure with one bar per attack. ``debiased`` (label -> debiased candidates) adds
-    the same panel on the debiased variant (``variant`` "debiased")."""
+    (``attacks.DECISIONS_SCHEMA``) and a figure with one bar per attack. ``debiased`` (label
+    -> debiased candidates) adds the same panel on the debiased variant (``variant``
+    "debiased"), its decisions too."""
     scored, training = _corpus_inputs(scores, generators, log)
     certificate, predictions = _certificate(parts, shape, scored, training, settings, log)
     if debiased:
-        variant, _ = _certificate(debiased, shape, scored, training, settings, log, DEBIASED)
+        variant, decisions = _certificate(
+            debiased, shape, scored, training, settings, log, DEBIASED
+        )
         certificate = pl.concat([certificate, variant])
+        predictions = pl.concat([predictions, decisions])
     meta = settings.metadata(shape=shape)
     write_parquet(certificate, table_out, meta)
     write_parquet(predictions, predictions_out, meta)
@@ -245,7 +249,7 @@ def _certificate(
     base = list(attacks.TEXT_ATTACKS)
     if shape in attacks.BALANCED_BY_DESIGN:
         results = attacks.balanced_by_design(table, shape, base)
-        predictions = pl.DataFrame(schema=attacks.PREDICTIONS_SCHEMA)
+        predictions = pl.DataFrame(schema=attacks.DECISIONS_SCHEMA)
         log(f"{benchmark}: {attacks.BALANCED_BY_DESIGN[shape]}")
     else:
         pairs = attacks.attack_pairs(table, shape, folds, seed)
@@ -257,6 +261,7 @@ def _certificate(
             ]
         )
         results = attacks.attack_accuracy(pairs, predictions, resamples, seed)
+        predictions = attacks.pair_decisions(pairs, predictions, variant)
         log(f"{benchmark}: {pairs.height} pairs of {pairs['item_id'].n_unique()} items, "
             f"{predictions['attack'].n_unique()} attacks")  # fmt: skip
     certificate = results.with_columns(

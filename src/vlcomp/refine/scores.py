@@ -9,9 +9,8 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from vlcomp.contracts import SCORES_SCHEMA
+from vlcomp.contracts import SCORES_SCHEMA, text_key
 from vlcomp.scorers.base import TextScorer
-from vlcomp.scorers.corpus import text_key
 
 ScorerLike = TextScorer | Mapping[str, Any]
 

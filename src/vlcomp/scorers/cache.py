@@ -11,10 +11,9 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
-from vlcomp.contracts import SCORES_SCHEMA, conform, empty
+from vlcomp.contracts import SCORES_SCHEMA, conform, empty, text_key
 from vlcomp.io import write_parquet
 from vlcomp.scorers.base import TextScorer
-from vlcomp.scorers.corpus import text_key
 
 
 def read_scores(cache_path: str | Path, scorer_name: str | None = None) -> pl.DataFrame:

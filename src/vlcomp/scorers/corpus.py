@@ -9,11 +9,6 @@ from pathlib import Path
 import polars as pl
 
 
-def text_key(text: str) -> str:
-    """The cache key of a text (``SCORES_SCHEMA.text_key``): sha256 of its UTF-8 bytes."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def texts_digest(texts: Iterable[str]) -> str:
     """sha256 over the texts in order, each followed by a newline: names the training data."""
     digest = hashlib.sha256()

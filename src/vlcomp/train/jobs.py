@@ -13,8 +13,8 @@ import polars as pl
 import torch
 
 from vlcomp.io import atomic_path, write_json, write_parquet
-from vlcomp.models import loading as _models
 from vlcomp.models.catalogue import file_sha256
+from vlcomp.models.versions import provenance
 from vlcomp.train.data import IMAGE_UNREADABLE, negatives_per_pair, pairs_with_ids, reason_counts
 from vlcomp.train.loop import train_clip
 from vlcomp.train.settings import TrainSettings
@@ -89,8 +89,8 @@ def train_model_job(
         )
         rejected = pl.concat([rejected, failed])
     save_checkpoint(state, checkpoint)
-    write_parquet(losses, history, metadata=_models.provenance(model=model_key, arch=arch))
-    write_parquet(rejected, rejected_out, metadata=_models.provenance(model=model_key))
+    write_parquet(losses, history, metadata=provenance(model=model_key, arch=arch))
+    write_parquet(rejected, rejected_out, metadata=provenance(model=model_key))
     write_json(
         {
             "model": model_key,
@@ -104,7 +104,7 @@ def train_model_job(
             "rejected_reasons": reason_counts(rejected),
             "final_loss": losses["mean_loss"][-1],
             "checkpoint_sha256": file_sha256(checkpoint),
-            "versions": _models.provenance(),
+            "versions": provenance(),
         },
         info,
     )

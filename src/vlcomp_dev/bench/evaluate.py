@@ -10,7 +10,7 @@ the same items, the same device, precision and thread count:
 (a) ``loop``: the shape of SugarCrepe's ``main_eval.py``: for each item, open its image,
     crop, preprocess, encode it alone, then encode each candidate text alone (one tokenizer
     and one ``encode_text`` call per text), no cache, no worker processes;
-(b) ``cold``: our path, ``retrieval_sets.score_candidates`` + ``rank_sets`` with an empty
+(b) ``cold``: our path, ``scoring.score_candidates`` + ``rank_sets`` with an empty
     ``EmbeddingCache``: images decoded by ``workers`` DataLoader processes, unique crops and
     texts encoded in batches, every embedding computed and written;
 (c) ``warm``: the same on the filled cache (a rerun, or another benchmark sharing them);
@@ -52,14 +52,16 @@ import torch
 from PIL import Image, ImageDraw, ImageFilter
 
 from vlcomp.contracts import CANDIDATES_SCHEMA
-from vlcomp.evaluate.embed import Box, EmbeddingCache, ImageRef, crop, decode_batches
-from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets, score_candidates
-from vlcomp.evaluate.scoring import scorer_of
+from vlcomp.evaluate.embed import decode_batches
+from vlcomp.evaluate.images import Box, EmbeddingCache, ImageRef, crop
+from vlcomp.evaluate.retrieval_sets import item_boxes, rank_sets
+from vlcomp.evaluate.scoring import score_candidates, scorer_of
 from vlcomp.io import write_json
 from vlcomp.machine import cpu_name
 from vlcomp.models.catalogue import ModelSpec
-from vlcomp.models.loading import create_open_clip, library_versions, load_model
+from vlcomp.models.loading import create_open_clip, load_model
 from vlcomp.models.parts import LoadedModel
+from vlcomp.models.versions import library_versions
 
 Log = Callable[[str], None]
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from vlcomp.evaluate.embed import text_key
+from vlcomp.contracts import text_key
 from vlcomp.evaluate.metrics import EvalSettings, add_flag_counts, set_flags
 from vlcomp.evaluate.retrieval_sets import (
     SCORES_SCHEMA,
