@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -123,73 +124,38 @@ def audit_job(
 ) -> dict[str, Any]:
     """Audit one benchmark (see ``vlcomp.audit.checks`` for the checks) and write under
     ``out_dir``: ``audit.md``, ``audit.html`` (self-contained), the tables as Parquet
-    (``reference``, ``blind``, ``order_blind``, ``bindsplit_items``, ``composition``,
-    ``seen_shares``, ``binding_labels``, ``buckets``, ``familiarity``, ``graphs``) and the
-    figures (``blind_accuracy``, ``seen_shares``, ``composition``; PNG + PDF). With
-    ``certificate`` (the benchmark's ``results/blind/<benchmark>/attacks.parquet``), the
-    report's last section is its best attack per variant and type with the verdict.
+    (``OUTPUT_FILES``) and the figures (PNG + PDF). With ``certificate`` (the benchmark's
+    ``results/blind/<benchmark>/attacks.parquet``), the report ends with its best attack per
+    variant and type and the verdict.
 
-    ``candidates``: the benchmark's candidates (``CANDIDATES_SCHEMA``), optionally with
-    ``refined_candidates`` (a refined subset): the audit's variants, each named for what it
-    is (``variants.describe_variant``): a published set by its release (``published_refined``:
-    "as published (refined by its authors)", ``published_unrefined``, ``published``), our
-    generated set as ``generated``, and a refined subset whose metadata names the refine
-    stage's two scorers as ``re-refined`` ("re-refined here with <scorers> trained on
-    ``refinement_corpus``", default ``reference_name``), whose blind accuracy for those two
-    scorers is 0.5 by construction (the report says so). ``scores``: ``SCORES_SCHEMA`` files
-    (a path, a sequence, or a mapping label -> path such as {"unrefined": ..., "refined":
-    ...}), pooled by (scorer, text_key); ``scorers`` restricts the scorers (default: every
-    one in the files); a scorer lacking some text of a variant is left out of that variant
-    with a note. ``reference_counts``: a merged counts folder (``vlcomp.counts``) of the
-    reference corpus called ``reference_name``; with fewer than ``min_reference_captions``
-    captions or no binding the report says so at the top and leaves out the BindSplit
-    sections and the binding-count rules (no parsing is done then). ``parse_settings``: the
-    ``parse`` config. ``model_metrics``: model metric tables (``METRIC_SCHEMA``) whose rows
-    for the variants' benchmark names are shown next to the familiarity rules (may be
-    empty). ``familiarity_scorers``: text scorers shown as familiarity rules (the n-gram).
-    Images are never opened. Returns the written paths and headline numbers (also logged).
+    ``candidates`` and ``refined_candidates``: the audit's variants (``read_variants``).
+    ``scores``: ``SCORES_SCHEMA`` files (``score_paths``), pooled by (scorer, text_key);
+    ``scorers`` restricts the scorers (default: every one in the files); a scorer lacking
+    some text of a variant is left out of that variant with a note. ``reference_counts``: a
+    merged counts folder (``vlcomp.counts``) of the reference corpus ``reference_name``;
+    with fewer than ``min_reference_captions`` captions or no binding the report says so at
+    the top and leaves out the BindSplit sections and the binding-count rules (no parsing is
+    done then). ``parse_settings``: the ``parse`` config. ``model_metrics``: model metric
+    tables (``METRIC_SCHEMA``) shown next to the familiarity rules (may be empty).
+    ``familiarity_scorers``: text scorers shown as familiarity rules (the n-gram). Images
+    are never opened. Returns the written paths and headline numbers (also logged).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    main = prepare_candidates(pl.read_parquet(candidates), str(candidates))
-    sets: list[tuple[VariantInfo, pl.DataFrame]] = [(describe_variant(main), main)]
-    why_empty: dict[str, str] = {}
-    if refined_candidates is not None:
-        refined = prepare_candidates(pl.read_parquet(refined_candidates), str(refined_candidates))
-        meta = read_parquet_metadata(refined_candidates)
-        info = describe_variant(
-            refined, meta, refinement_corpus or reference_name, refined_subset=True
-        )
-        if info.note:
-            info = VariantInfo(
-                info.key, info.label, info.balanced, f"{info.note} A subset of the "
-                f"`{sets[0][0].key}` items ({sets[0][0].label})."
-            )  # fmt: skip
-        sets.append((info, refined))
-    infos = unique_keys([info for info, _ in sets])
-    variants = {info.key: frame for info, (_, frame) in zip(infos, sets, strict=True)}
-    descriptions = {info.key: info for info in infos}
-    if refined_candidates is not None and sets[1][1].is_empty():
-        why_empty[infos[1].key] = read_parquet_metadata(refined_candidates).get(
-            NOTE_KEY, "the refine stage gave no reason (an output of an older vlcomp)"
-        )
-    for name, frame in variants.items():
-        why = f": {why_empty[name]}" if name in why_empty else ""
-        log(
-            f"audit {benchmark}: {name} ({descriptions[name].label}): "
-            f"{frame['item_id'].n_unique()} items, {frame.height} texts{why}"
-        )
+    audited = read_variants(
+        candidates, refined_candidates, refinement_corpus or reference_name, benchmark, log
+    )
+    variants, descriptions = audited.variants, audited.descriptions
     paths = score_paths(scores)
     score_table = read_scores(paths)
 
-    counts_dir = Path(reference_counts)
-    totals, parsers = read_totals(counts_dir)
-    counts = read_counts(counts_dir)
+    totals, parsers = read_totals(Path(reference_counts))
+    counts = read_counts(Path(reference_counts))
     status = reference_status(reference_name, totals["n_captions"], counts, min_reference_captions)
     if status.warning:
         log(f"audit {benchmark}: WARNING: {status.warning}")
     graphs, parser_meta = None, None
-    if status.usable:
+    if status.usable:  # the BindSplit sections need the candidates' graphs
         texts = sorted(set(pl.concat([v.select("text") for v in variants.values()])["text"]))
         graphs, parser_meta = parse_texts(texts, parse_settings, log)
     models = model_accuracy_table(read_model_metrics(model_metrics), variants)
@@ -210,36 +176,18 @@ def audit_job(
         log(f"audit {benchmark}: note: {note}")
 
     meta = {
-        "vlcomp.stage": "audit",
-        "vlcomp.benchmark": benchmark,
-        "vlcomp.reference": reference_name,
-        "vlcomp.reference_captions": str(status.n_captions),
-        "vlcomp.reference_parsers": json.dumps(parsers),
-        "vlcomp.tie_policy": tie_policy,
+        "vlcomp.stage": "audit", "vlcomp.benchmark": benchmark,
+        "vlcomp.reference": reference_name, "vlcomp.reference_captions": str(status.n_captions),
+        "vlcomp.reference_parsers": json.dumps(parsers), "vlcomp.tie_policy": tie_policy,
         "vlcomp.min_count": str(min_count),
         "vlcomp.parser": json.dumps(parser_meta, sort_keys=True) if parser_meta else "",
-    }
-    written: dict[str, str] = {}
-    for stale in OUTPUT_FILES:  # from an earlier run that computed more (larger reference)
-        (out / stale).unlink(missing_ok=True)
-    frames = tables.tables()
-    if graphs is not None:
-        frames["graphs"] = graphs.sort("text")
-    for stem, frame in frames.items():
-        path = out / f"{stem}.parquet"
-        write_parquet(frame, path, meta)
-        written[stem] = str(path)
+    }  # fmt: skip
+    written = _write_tables(tables, graphs, meta, out)
     figures = _figures(tables, benchmark, reference_name, out)
     written.update({f"figure_{k}": str(v) for k, v in figures.items()})
 
     inputs = [
-        *(
-            f"variant `{k}` ({descriptions[k].label}): {v['item_id'].n_unique()} items, "
-            f"{v.height} candidate texts (benchmark name(s) "
-            f"{sorted(v['benchmark'].unique().to_list())})"
-            + (f"; empty because {why_empty[k]}" if k in why_empty else "")
-            for k, v in variants.items()
-        ),
+        *audited.input_lines(),
         f"scores: {', '.join(sorted(score_table['scorer'].unique().to_list())) or 'none'} "
         f"({len(paths)} file(s))",
         f"reference corpus `{reference_name}`: {status.n_captions} captions, "
@@ -250,18 +198,114 @@ def audit_job(
         f"model metric tables: {len(model_metrics)}",
     ]
     sizes = {k: (v["item_id"].n_unique(), v.height) for k, v in variants.items()}
-    best = best_attack_table([certificate]) if certificate is not None else None
-    if certificate is not None:
-        inputs.append(f"blind-attack certificate: {certificate}")
-    blocks = audit_blocks(tables, benchmark, inputs, figures, sizes, best)
-    md, page = out / "audit.md", out / "audit.html"
-    _write_text(md, render_markdown(blocks, out))
-    title = f"Audit of {benchmark} against {reference_name}"
-    _write_text(page, render_html(blocks, title))
-    written.update({"markdown": str(md), "html": str(page)})
+    written.update(
+        _write_report(tables, benchmark, reference_name, inputs, figures, sizes, certificate, out)
+    )
     summary = headline(tables)
     log(f"audit {benchmark}: {json.dumps(summary, sort_keys=True)}")
     return {"paths": written, "summary": summary, "warning": status.warning}
+
+
+@dataclass(frozen=True)
+class AuditedVariants:
+    """The candidate sets an audit compares, by variant key, with what each is and why one
+    is empty (key -> reason)."""
+
+    variants: dict[str, pl.DataFrame]
+    descriptions: dict[str, VariantInfo]
+    why_empty: dict[str, str]
+
+    def input_lines(self) -> list[str]:
+        """One line per variant for the report's inputs."""
+        return [
+            f"variant `{k}` ({self.descriptions[k].label}): {v['item_id'].n_unique()} items, "
+            f"{v.height} candidate texts (benchmark name(s) "
+            f"{sorted(v['benchmark'].unique().to_list())})"
+            + (f"; empty because {self.why_empty[k]}" if k in self.why_empty else "")
+            for k, v in self.variants.items()
+        ]
+
+
+def read_variants(
+    candidates: str,
+    refined_candidates: str | None,
+    refinement_corpus: str,
+    benchmark: str,
+    log: Log = print,
+) -> AuditedVariants:
+    """The benchmark's candidates and, with ``refined_candidates``, its refined subset, each
+    named for what it is (``variants.describe_variant``): a published set by its release
+    (``published_refined``: "as published (refined by its authors)", ``published_unrefined``,
+    ``published``), our generated set as ``generated``, and a refined subset whose metadata
+    names the refine stage's two scorers as ``re-refined`` ("re-refined here with <scorers>
+    trained on ``refinement_corpus``"), whose blind accuracy for those two scorers is 0.5 by
+    construction (the report says so). Logs each variant's size."""
+    main = prepare_candidates(pl.read_parquet(candidates), str(candidates))
+    sets: list[tuple[VariantInfo, pl.DataFrame]] = [(describe_variant(main), main)]
+    if refined_candidates is not None:
+        refined = prepare_candidates(pl.read_parquet(refined_candidates), str(refined_candidates))
+        meta = read_parquet_metadata(refined_candidates)
+        info = describe_variant(refined, meta, refinement_corpus, refined_subset=True)
+        if info.note:
+            info = VariantInfo(
+                info.key, info.label, info.balanced, f"{info.note} A subset of the "
+                f"`{sets[0][0].key}` items ({sets[0][0].label})."
+            )  # fmt: skip
+        sets.append((info, refined))
+    infos = unique_keys([info for info, _ in sets])
+    variants = {info.key: frame for info, (_, frame) in zip(infos, sets, strict=True)}
+    descriptions = {info.key: info for info in infos}
+    why_empty: dict[str, str] = {}
+    if refined_candidates is not None and sets[1][1].is_empty():
+        why_empty[infos[1].key] = read_parquet_metadata(refined_candidates).get(
+            NOTE_KEY, "the refine stage gave no reason (an output of an older vlcomp)"
+        )
+    for name, frame in variants.items():
+        why = f": {why_empty[name]}" if name in why_empty else ""
+        log(
+            f"audit {benchmark}: {name} ({descriptions[name].label}): "
+            f"{frame['item_id'].n_unique()} items, {frame.height} texts{why}"
+        )
+    return AuditedVariants(variants, descriptions, why_empty)
+
+
+def _write_report(
+    tables: AuditTables,
+    benchmark: str,
+    reference_name: str,
+    inputs: list[str],
+    figures: dict[str, Path],
+    sizes: dict[str, tuple[int, int]],
+    certificate: str | Path | None,
+    out: Path,
+) -> dict[str, str]:
+    """``audit.md`` and ``audit.html``, ending with the certificate's best attacks."""
+    best = best_attack_table([certificate]) if certificate is not None else None
+    if certificate is not None:
+        inputs = [*inputs, f"blind-attack certificate: {certificate}"]
+    blocks = audit_blocks(tables, benchmark, inputs, figures, sizes, best)
+    md, page = out / "audit.md", out / "audit.html"
+    _write_text(md, render_markdown(blocks, out))
+    _write_text(page, render_html(blocks, f"Audit of {benchmark} against {reference_name}"))
+    return {"markdown": str(md), "html": str(page)}
+
+
+def _write_tables(
+    tables: AuditTables, graphs: pl.DataFrame | None, meta: dict[str, str], out: Path
+) -> dict[str, str]:
+    """The audit's tables as Parquet under ``out`` (stem -> path), after removing the files
+    of an earlier run that computed more (a larger reference)."""
+    for stale in OUTPUT_FILES:
+        (out / stale).unlink(missing_ok=True)
+    frames = tables.tables()
+    if graphs is not None:
+        frames["graphs"] = graphs.sort("text")
+    written: dict[str, str] = {}
+    for stem, frame in frames.items():
+        path = out / f"{stem}.parquet"
+        write_parquet(frame, path, meta)
+        written[stem] = str(path)
+    return written
 
 
 def _figures(tables: AuditTables, benchmark: str, reference: str, out: Path) -> dict[str, Path]:
