@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from vlcomp.contracts import CANDIDATES_SCHEMA, SCORES_SCHEMA
+from vlcomp.contracts import CANDIDATES_SCHEMA, SCORES_SCHEMA, text_key
 from vlcomp.refine.attacks import (
     ATTACKS,
     BALANCED_BY_DESIGN,
@@ -29,7 +29,6 @@ from vlcomp.refine.attacks import (
     fit_word_prior,
     score_fitter,
 )
-from vlcomp.scorers.corpus import text_key
 from vlcomp.text import words
 
 COLOURS = ["blue", "green", "yellow", "black", "white", "pink", "brown", "grey"]
@@ -493,3 +492,40 @@ def test_bootstrap_interval_packed_sums_equal_float_sums():
     thirds = counts / 3
     low, high = bootstrap_interval(thirds, counts, 300, np.random.default_rng(0))
     assert low == pytest.approx(1 / 3) and high == pytest.approx(1 / 3)
+
+
+def test_certificate_writes_every_variants_decisions_with_their_pairs(tmp_path):
+    from vlcomp.contracts import text_key
+    from vlcomp.refine.attacks import DECISIONS_SCHEMA
+    from vlcomp.refine.jobs import AttackSettings, attacks_stage
+
+    table = _length_pairs(40, 1.0)
+    candidates, debiased = tmp_path / "candidates.parquet", tmp_path / "debiased.parquet"
+    table.write_parquet(candidates)
+    table.filter(pl.col("item_id").cast(pl.Int64) < 20).write_parquet(debiased)
+    files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
+    out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
+    attacks_stage(
+        {"toy": candidates},
+        "candidates",
+        debiased={"toy": debiased},
+        scores={},
+        generators={},
+        table_out=out["table"],
+        predictions_out=out["predictions"],
+        figure_png=out["png"],
+        figure_pdf=out["pdf"],
+        settings=AttackSettings(bootstrap_resamples=10),
+        log=lambda m: None,
+    )
+    decisions = pl.read_parquet(out["predictions"])
+    assert decisions.schema == pl.Schema(DECISIONS_SCHEMA)
+    pairs = decisions.group_by("variant").agg(pl.col("pair_id").n_unique())
+    assert dict(pairs.iter_rows()) == {"as_generated": 40, "debiased": 20}
+    row = decisions.filter((pl.col("variant") == "debiased") & (pl.col("item_id") == "3")).row(
+        0, named=True
+    )
+    item = table.filter(pl.col("item_id") == "3")
+    assert (row["part"], row["type"]) == ("toy", "replace_att")
+    assert row["positive_key"] == text_key(item.filter(pl.col("is_positive"))["text"][0])
+    assert row["negative_key"] == text_key(item.filter(~pl.col("is_positive"))["text"][0])

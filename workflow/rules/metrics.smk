@@ -323,6 +323,16 @@ rule metrics_summary:
         attacks=expand(
             "results/blind/{benchmark}/attacks.parquet", benchmark=ATTACK_BENCHMARKS
         ),
+        # candidate-set benchmarks: each model beside the best attack on the same pairs
+        predictions=expand(
+            "results/metrics/{model}/{benchmark}_predictions.parquet",
+            model=EVAL_MODELS,
+            benchmark=SET_BENCHMARKS,
+        ),
+        decisions=expand(
+            "results/blind/{benchmark}/attack_predictions.parquet",
+            benchmark=SET_BENCHMARKS,
+        ),
     output:
         report(
             "results/metrics/summary.md",
@@ -337,6 +347,8 @@ rule metrics_summary:
         "../envs/vlcomp.yaml"
     params:
         oracles=ORACLE_TABLES,
+        # the intervals of the models' margins over the best attack: the certificate's
+        attack_bootstrap=config_keys(("attacks",), ("seed", "bootstrap_resamples")),
         # provenance: the eval set, the models' training corpora, the BindSplit tables
         benchmarks={
             name: {

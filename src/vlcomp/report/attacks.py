@@ -1,16 +1,45 @@
 """The blind-attack certificates in the summary: per benchmark and negative type, the best
 text-only attack (``results/blind/<benchmark>/attacks.parquet``), its margin over chance,
-whether the type is at chance under every attack, and each model's accuracy beside it."""
+whether the type is at chance under every attack, and each model beside it on the same pairs:
+its accuracy and how far it is above the best attack, with a paired bootstrap interval over
+items (``blind_margins``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 
-from vlcomp.certificate import MARGIN, MIN_PAIRS, best_attack_table
-from vlcomp.vocabulary import ALL, AS_GENERATED, AT_CHANCE, CHANCE, DEBIASED, HACKABLE
+from vlcomp.certificate import (
+    MARGIN,
+    MIN_PAIRS,
+    attack_decisions,
+    best_attack_table,
+    bootstrap_interval,
+    credit,
+)
+from vlcomp.contracts import text_key
+from vlcomp.vocabulary import ALL, AS_GENERATED, AT_CHANCE, DEBIASED, HACKABLE
+
+# A (positive, negative) pair, as a model's predictions and a certificate's decisions name it.
+PAIR_KEY = ("benchmark", "part", "item_id", "pair_type", "positive_key", "negative_key")
+CELL = ("benchmark", "part", "variant", "type")
+MARGIN_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String,
+    "part": pl.String,
+    "variant": pl.String,  # the certificate's
+    "type": pl.String,  # a negative type, or "all"
+    "model": pl.String,
+    "n": pl.Int64,  # pairs the model scored and the best attack decided
+    "items": pl.Int64,
+    "model_accuracy": pl.Float64,  # a tie counts as wrong
+    "attack_accuracy": pl.Float64,  # a tie counts 1/2
+    "difference": pl.Float64,  # model - attack
+    "ci_low": pl.Float64,  # 95 % percentile bootstrap over items, paired
+    "ci_high": pl.Float64,
+}
 
 
 def scored_variant(certificate_variant: str) -> str:
@@ -19,40 +48,142 @@ def scored_variant(certificate_variant: str) -> str:
     return DEBIASED if certificate_variant == DEBIASED else AS_GENERATED
 
 
-def _model_accuracy(
-    tables: Mapping[str, str | Path],
-) -> dict[tuple[str, str, str], dict[str, float]]:
-    """(benchmark, variant, type) -> model -> pair accuracy on all items (1+1 benchmarks'
-    tables; the variant the models were scored on, as generated where a table names none)."""
-    out: dict[tuple[str, str, str], dict[str, float]] = {}
-    for benchmark, path in tables.items():
+def scored_variants(metric_tables: Sequence[str | Path]) -> dict[str, str]:
+    """benchmark -> the variant its models were scored on (the metric table's ``variant``;
+    as generated where the table names none)."""
+    out: dict[str, str] = {}
+    for path in metric_tables:
         frame = pl.read_parquet(path)
-        if "complexity" in frame.columns:
-            frame = frame.filter(pl.col("complexity").is_null())
-        if "part" in frame.columns:
-            frame = frame.filter(pl.col("part").is_null())
-        rows = frame.filter(
-            pl.col("metric").is_in(["accuracy", "accuracy_micro"])
-            & (pl.col("split") == ALL)
-            & (pl.col("model") != CHANCE)
-        )
-        for r in rows.iter_rows(named=True):
-            kind = ALL if r["metric"] == "accuracy_micro" else r["family"]
-            variant = r.get("variant") or AS_GENERATED
-            out.setdefault((benchmark, variant, kind), {})[r["model"]] = r["value"]
+        variant = pl.col("variant") if "variant" in frame.columns else pl.lit(None)
+        for benchmark, name in frame.select("benchmark", variant.alias("v")).unique().iter_rows():
+            out[benchmark] = name or AS_GENERATED
     return out
 
 
+def model_pairs(predictions: Sequence[str | Path]) -> pl.DataFrame:
+    """Every model prediction of a candidate set that is one (positive, negative) pair
+    (``SET_PREDICTIONS_SCHEMA`` rows of two candidates): the model, the pair (``PAIR_KEY``;
+    part: the benchmark where the predictions name none) and ``correct`` (a tie counts as
+    wrong). A set with several negatives of one type is one row that holds the outcome of
+    its best negative only, not of each pair: it is left out."""
+    columns = ["model", "benchmark", "part", "item_id", "family", "n_candidates",
+               "n_positives", "correct", "pos_text_key", "neg_text_key"]  # fmt: skip
+    frames = [pl.read_parquet(path, columns=columns) for path in predictions]
+    if not frames:
+        schema = {"model": pl.String, **dict.fromkeys(PAIR_KEY, pl.String)}
+        return pl.DataFrame(schema={**schema, "correct": pl.Boolean})
+    return (
+        pl.concat(frames, how="diagonal_relaxed")
+        .filter((pl.col("n_candidates") == 2) & (pl.col("n_positives") == 1))
+        .select(
+            "model",
+            "benchmark",
+            pl.col("part").fill_null(pl.col("benchmark")),
+            "item_id",
+            pair_type=pl.col("family"),
+            positive_key=pl.col("pos_text_key"),
+            negative_key=pl.col("neg_text_key"),
+            correct="correct",
+        )
+    )
+
+
+def blind_margins(
+    best: pl.DataFrame,
+    decisions: pl.DataFrame,
+    pairs: pl.DataFrame,
+    scored: Mapping[str, str],
+    resamples: int,
+    seed: int,
+) -> pl.DataFrame:
+    """Per certificate cell of the variant the models were scored on (``best``:
+    ``best_attack_table``; ``scored``: benchmark -> variant) and model (``MARGIN_SCHEMA``):
+    the model's accuracy and the best attack's on the same pairs, the pairs of ``pairs``
+    (``model_pairs``) that the attack decided (``decisions``: ``attack_decisions``), and
+    their difference with a bootstrap interval over items, an item's pairs drawn together
+    and the same draws for every model of a cell."""
+    of_scored = [
+        scored.get(b) == scored_variant(v) for b, v in best[["benchmark", "variant"]].rows()
+    ]
+    wanted = best.filter(pl.Series(of_scored, dtype=pl.Boolean) & pl.col("accuracy").is_not_null())
+    decided = decisions.rename({"type": "pair_type"}).with_columns(credit=credit(pl.col("d")))
+    by_type = decided.join(
+        wanted.filter(pl.col("type") != ALL).select(*CELL, "attack"),
+        left_on=["benchmark", "part", "variant", "pair_type", "attack"],
+        right_on=[*CELL, "attack"],
+    ).with_columns(type=pl.col("pair_type"))
+    over_types = decided.join(
+        wanted.filter(pl.col("type") == ALL).select(*CELL, "attack"),
+        on=["benchmark", "part", "variant", "attack"],
+    )
+    columns = [*CELL, *PAIR_KEY[2:], "credit"]
+    cells = pl.concat([by_type.select(columns), over_types.select(columns)]).unique(
+        subset=columns[:-1], keep="first", maintain_order=True
+    )
+    per_item = (
+        cells.join(pairs, on=list(PAIR_KEY))
+        .group_by(*CELL, "model", "item_id")
+        .agg(
+            model_credit=pl.col("correct").cast(pl.Float64).sum(),
+            attack_credit=pl.col("credit").sum(),
+            n=pl.len(),
+        )
+        .sort(*CELL, "model", "item_id")
+    )
+    rows = []
+    for key, cell in per_item.group_by([*CELL, "model"], maintain_order=True):
+        model, attack = cell["model_credit"].to_numpy(), cell["attack_credit"].to_numpy()
+        counts = cell["n"].to_numpy()
+        # seeded by the cell, not the model: every model of a cell gets the same draws
+        digest = text_key("\x1f".join(map(str, key[:4])))
+        rng = np.random.default_rng([seed, int(digest[:8], 16)])
+        low, high = bootstrap_interval(model - attack, counts, resamples, rng)
+        n = int(counts.sum())
+        rows.append(
+            (*key, n, cell.height, model.sum() / n, attack.sum() / n)
+            + ((model.sum() - attack.sum()) / n, low, high)
+        )
+    return pl.DataFrame(rows, schema=MARGIN_SCHEMA, orient="row")
+
+
+def _beside(margin: Mapping[str, object]) -> str:
+    interval = ""
+    if margin["ci_low"] is not None:
+        interval = f" [{margin['ci_low']:+.3f}, {margin['ci_high']:+.3f}]"
+    return (
+        f"{margin['model']} {margin['model_accuracy']:.3f}, above best blind "
+        f"{margin['difference']:+.3f}{interval} (n {margin['n']})"
+    )
+
+
 def attacks_markdown(
-    certificates: Sequence[str | Path], pair_tables: Mapping[str, str | Path] | None = None
+    certificates: Sequence[str | Path],
+    metric_tables: Sequence[str | Path] = (),
+    predictions: Sequence[str | Path] = (),
+    decisions: Sequence[str | Path] = (),
+    resamples: int = 1000,
+    seed: int = 0,
 ) -> list[str]:
-    """The summary's "Blind attacks" section; ``pair_tables`` (benchmark -> metric table of
-    a 1+1 benchmark) adds each model's accuracy on the same items and its margin over the
-    best attack."""
+    """The summary's "Blind attacks" section. With ``predictions`` (the models' per-set
+    predictions of candidate-set benchmarks), ``decisions`` (their certificates'
+    ``attack_predictions.parquet``) and ``metric_tables`` (which variant the models were
+    scored on), each model beside the best attack on the same pairs (``blind_margins``;
+    ``resamples`` and ``seed``: config ``attacks``)."""
     if not certificates:
         return []
     best = best_attack_table(certificates)
-    models = _model_accuracy(pair_tables or {})
+    margins: dict[tuple, list[str]] = {}
+    if predictions and decisions:
+        table = blind_margins(
+            best,
+            attack_decisions(decisions),
+            model_pairs(predictions),
+            scored_variants(metric_tables),
+            resamples,
+            seed,
+        )
+        for r in table.iter_rows(named=True):
+            margins.setdefault(tuple(r[c] for c in CELL), []).append(_beside(r))
     lines = [
         "## Blind attacks",
         "",
@@ -61,12 +192,18 @@ def attacks_markdown(
         "interval, a tie counts 1/2, accuracy over (positive, negative) pairs. "
         f"*{AT_CHANCE}*: every attack at most chance + {MARGIN} with its interval covering "
         f"chance; *{HACKABLE}*: some attack beats that; types with fewer than {MIN_PAIRS} pairs "
-        "are not certified. Models' accuracy (1+1 benchmarks, all items) beside the variant they "
-        "were scored on (config `evaluate.variant`): a model above the best attack sees more "
-        "than the texts give away.",
+        "are not certified. Models, on the variant they were scored on (config "
+        "`evaluate.variant`): each model's accuracy on the same pairs as the best attack (the "
+        "pairs the model scored and the attack decided; a candidate set with several "
+        "negatives of one type is left out, its table holding the outcome of its best "
+        "negative only), how far it is *above best blind* (model minus attack; a tie counts "
+        "as wrong for a model, 1/2 for an attack) and the 95 % interval of that difference: "
+        "a paired bootstrap over items, an item's pairs drawn together and the same draws "
+        f"for model and attack ({resamples} resamples, seed {seed}, config `attacks`); n: the "
+        "pairs. A model sees more than the texts give away only where the interval is above 0.",
         "",
         "| benchmark | part | variant | type | best attack | accuracy | 95% CI | over chance | n "
-        "| verdict | models (accuracy, minus best attack) |",
+        "| verdict | models (accuracy, above best blind [95% CI], pairs) |",
         "|---|---|---|---|---|---:|---|---:|---:|---|---|",
     ]
     for r in best.iter_rows(named=True):
@@ -76,10 +213,7 @@ def attacks_markdown(
                 f"| {r['n']} | {r['status']}: {r['note'] or ''} | |"
             )
             continue
-        accuracy = models.get((r["benchmark"], scored_variant(r["variant"]), r["type"]), {})
-        beside = "; ".join(
-            f"{m} {v:.3f} ({v - r['accuracy']:+.3f})" for m, v in sorted(accuracy.items())
-        )
+        beside = "; ".join(margins.get(tuple(r[c] for c in CELL), []))
         lines.append(
             f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} | {r['attack']} "
             f"| {r['accuracy']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "

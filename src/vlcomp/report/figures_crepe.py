@@ -379,6 +379,10 @@ def metrics_markdown(
     benchmarks: Mapping[str, Mapping[str, Any]] | None = None,
     oracles: Mapping[str, Mapping[str, str | Path]] | None = None,
     attacks: Sequence[str | Path] = (),
+    predictions: Sequence[str | Path] = (),
+    decisions: Sequence[str | Path] = (),
+    attack_resamples: int = 1000,
+    attack_seed: int = 0,
 ) -> None:
     """A Markdown summary, one section per metric table (named after its file, i.e. the
     benchmark's name; its kind below it when the table has a ``kind`` column): ``metric``
@@ -397,7 +401,10 @@ def metrics_markdown(
     benchmark's section lists the oracles' rows among the models' and its false-negative
     rates per generator and negative type below them. With ``attacks`` (the benchmarks'
     blind-attack certificates), a section gives the best text-only attack per negative type
-    beside the models (``report.attacks``)."""
+    beside the models, on the same pairs where ``predictions`` (the models' per-set
+    predictions) and ``decisions`` (the certificates' per-pair decisions) are given, with
+    the certificate's bootstrap settings (``attack_resamples``, ``attack_seed``;
+    ``report.attacks``)."""
     wanted = {
         metric: None, "accuracy": None, f"{metric}_micro": ALL, "accuracy_micro": ALL,
         f"i2t_{metric}": "i2t", f"t2i_{metric}": "t2i",
@@ -410,7 +417,9 @@ def metrics_markdown(
     if benchmarks is not None:
         lines += items_markdown(*benchmark_items(benchmarks))
         lines += eval_set_markdown(benchmarks)
-    lines += attacks_markdown(attacks, {Path(t).stem: t for t in tables})
+    lines += attacks_markdown(
+        attacks, tables, predictions, decisions, attack_resamples, attack_seed
+    )
     for table in tables:
         frame = pl.read_parquet(table)
         oracle = (oracles or {}).get(Path(table).stem)
