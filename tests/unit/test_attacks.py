@@ -340,27 +340,30 @@ def test_tokenisation_is_the_text_layer():
 # ----------------------------------------------------------- the certificate job and summary
 
 
+def _certify(tmp_path, parts, debiased=None, resamples=100):
+    """Run the certificate job on ``parts`` (part -> candidates file) and, with ``debiased``,
+    their debiased variants; returns the output paths (table, predictions, png, pdf)."""
+    from vlcomp.refine.jobs import AttackSettings, attacks_stage
+
+    files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
+    out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
+    attacks_stage(
+        parts, "candidates", debiased=debiased or {}, scores={}, generators={},
+        table_out=out["table"], predictions_out=out["predictions"], figure_png=out["png"],
+        figure_pdf=out["pdf"], settings=AttackSettings(bootstrap_resamples=resamples),
+        log=lambda m: None,
+    )  # fmt: skip
+    return out
+
+
 def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
     from vlcomp.certificate import best_attack_table
-    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA, AttackSettings, attacks_stage
+    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
     from vlcomp.report.attacks import HACKABLE, attacks_markdown
 
     candidates = tmp_path / "candidates.parquet"
     _length_pairs(120, 1.0).write_parquet(candidates)
-    files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
-    out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
-    attacks_stage(
-        {"toy": candidates},
-        "candidates",
-        scores={},
-        generators={},
-        table_out=out["table"],
-        predictions_out=out["predictions"],
-        figure_png=out["png"],
-        figure_pdf=out["pdf"],
-        settings=AttackSettings(bootstrap_resamples=100),
-        log=lambda m: None,
-    )
+    out = _certify(tmp_path, {"toy": candidates})
     table = pl.read_parquet(out["table"])
     assert list(table.schema) == list(ATTACK_CERTIFICATE_SCHEMA)
     assert set(table["variant"]) == {"as_generated"}
@@ -396,7 +399,7 @@ def _length_pairs(n: int, leaking: float) -> pl.DataFrame:
 
 
 def test_debias_job_and_the_debiased_certificate(tmp_path):
-    from vlcomp.refine.jobs import AttackSettings, attacks_stage, debias_stage
+    from vlcomp.refine.jobs import AttackSettings, debias_stage
 
     candidates = tmp_path / "candidates.parquet"
     _length_pairs(300, 0.7).write_parquet(candidates)
@@ -413,20 +416,7 @@ def test_debias_job_and_the_debiased_certificate(tmp_path):
     assert dropped.height > 0 and dropped["reason"].null_count() == 0
     kept = pl.read_parquet(debiased["candidates"])
     assert 0 < kept.height < pl.read_parquet(candidates).height
-    table = tmp_path / "attacks.parquet"
-    attacks_stage(
-        {"toy": candidates},
-        "candidates",
-        debiased={"toy": debiased["candidates"]},
-        scores={},
-        generators={},
-        table_out=table,
-        predictions_out=tmp_path / "predictions.parquet",
-        figure_png=tmp_path / "a.png",
-        figure_pdf=tmp_path / "a.pdf",
-        settings=AttackSettings(bootstrap_resamples=100),
-        log=lambda m: None,
-    )
+    table = _certify(tmp_path, {"toy": candidates}, {"toy": debiased["candidates"]})["table"]
     certificate = pl.read_parquet(table)
     assert set(certificate["variant"]) == {"as_generated", "debiased"}
     length = certificate.filter((pl.col("attack") == "length") & (pl.col("type") == "all"))
@@ -497,27 +487,12 @@ def test_bootstrap_interval_packed_sums_equal_float_sums():
 def test_certificate_writes_every_variants_decisions_with_their_pairs(tmp_path):
     from vlcomp.contracts import text_key
     from vlcomp.refine.attacks import DECISIONS_SCHEMA
-    from vlcomp.refine.jobs import AttackSettings, attacks_stage
 
     table = _length_pairs(40, 1.0)
     candidates, debiased = tmp_path / "candidates.parquet", tmp_path / "debiased.parquet"
     table.write_parquet(candidates)
     table.filter(pl.col("item_id").cast(pl.Int64) < 20).write_parquet(debiased)
-    files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
-    out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
-    attacks_stage(
-        {"toy": candidates},
-        "candidates",
-        debiased={"toy": debiased},
-        scores={},
-        generators={},
-        table_out=out["table"],
-        predictions_out=out["predictions"],
-        figure_png=out["png"],
-        figure_pdf=out["pdf"],
-        settings=AttackSettings(bootstrap_resamples=10),
-        log=lambda m: None,
-    )
+    out = _certify(tmp_path, {"toy": candidates}, {"toy": debiased}, resamples=10)
     decisions = pl.read_parquet(out["predictions"])
     assert decisions.schema == pl.Schema(DECISIONS_SCHEMA)
     pairs = decisions.group_by("variant").agg(pl.col("pair_id").n_unique())

@@ -1,12 +1,17 @@
+# WordNet lives in resources/nltk_data (make setup puts it there). The rule's output is a
+# record under results/, not WordNet's own files: Snakemake deletes a job's outputs before
+# it runs, and an installed WordNet must never be deleted to be fetched again.
 rule wordnet:
     output:
-        "resources/nltk_data/corpora/wordnet/lexnames",
+        "results/wordnet.json",
+    params:
+        nltk_data="resources/nltk_data",
     log:
         "logs/negatives/wordnet.log",
     conda:
         "../envs/vlcomp.yaml"
     message:
-        "Installing WordNet 3.0 for NLTK (no root needed)"
+        "WordNet 3.0 for NLTK: checked, installed without root where missing"
     script:
         "../scripts/wordnet.py"
 
@@ -17,7 +22,7 @@ rule systematicity_negatives:
         atoms="results/counts/{corpus}/atoms.parquet",
         ngram="results/scorers/{corpus}/ngram.parquet",
         splits=lambda wc: f"results/splits/{eval_set_of(wc.benchmark)}/{wc.corpus}.parquet",
-        wordnet="resources/nltk_data/corpora/wordnet/lexnames",
+        wordnet="results/wordnet.json",
     output:
         candidates="results/negatives/{benchmark}/{corpus}/candidates.parquet",
         failures="results/negatives/{benchmark}/{corpus}/failures.parquet",

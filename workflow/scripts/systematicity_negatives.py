@@ -2,6 +2,7 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+import json
 import os
 from pathlib import Path
 
@@ -10,7 +11,7 @@ from vlcomp.joblog import job_log
 from vlcomp.negatives.systematicity import systematicity_negatives
 
 with job_log(snakemake.log[0]) as log:
-    os.environ["NLTK_DATA"] = str(Path(snakemake.input.wordnet).parents[2])
+    os.environ["NLTK_DATA"] = json.loads(Path(snakemake.input.wordnet).read_text())["nltk_data"]
     systematicity_negatives(
         Path(snakemake.input.eval_items),
         Path(snakemake.input.atoms),
