@@ -361,3 +361,12 @@ def test_items_per_second_on_cpu(pair, tmp_path, capsys):
         )
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+def test_an_unknown_kind_is_named_not_a_key_error():
+    """An option asked of a source whose kind is unknown (before the config check ran) says
+    which kind and which ones exist."""
+    from vlcomp.models.hf_models import TransformersModelError, TransformersSource
+
+    with pytest.raises(TransformersModelError, match="'nope' is not a known kind"):
+        TransformersSource(id="x", kind="nope").option("definition")

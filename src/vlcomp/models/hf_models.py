@@ -156,6 +156,8 @@ class TransformersSource:
         given = dict(self.options)
         if name in given:
             return given[name]
+        if self.kind not in KIND_OPTIONS:
+            raise TransformersModelError(f"transformers.kind: {kind_problem(self.kind)}")
         defaults = KIND_OPTIONS[self.kind]
         definition = given.get("definition", defaults.get("definition"))
         return DEFINITION_DEFAULTS.get((self.kind, definition), {}).get(name, defaults[name])
