@@ -4,12 +4,12 @@
 rule wordnet:
     output:
         "results/wordnet.json",
-    params:
-        nltk_data="resources/nltk_data",
     log:
         "logs/negatives/wordnet.log",
     conda:
         "../envs/vlcomp.yaml"
+    params:
+        nltk_data="resources/nltk_data",
     message:
         "WordNet 3.0 for NLTK: checked, installed without root where missing"
     script:
