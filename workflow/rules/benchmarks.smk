@@ -144,3 +144,16 @@ rule benchmark_image_index:
         "Image index: full decode (cold and cached) vs the old header-only check"
     script:
         "../scripts/benchmark_image_index.py"
+
+
+rule benchmark_attacks:
+    output:
+        "results/benchmarks/attacks.json",
+    log:
+        "logs/benchmarks/attacks.log",
+    conda:
+        "../envs/vlcomp.yaml"
+    message:
+        "Blind-attack panel: pairs/s of the text panel and of each attack, against length alone"
+    script:
+        "../scripts/benchmark_attacks.py"

@@ -844,6 +844,7 @@ BENCHMARK_JSONS = [
         "model_families",
         "image_index",
         "scale",
+        "attacks",
     )
 ]
 

@@ -3,9 +3,9 @@
 Every number stands next to its baseline, measured in the same run on the same machine:
 raw spaCy ``nlp.pipe`` and SceneGraphParser for the parser, a Python loop over rows for the
 counting, the n-gram LM for the text scorers, the batch-size-1 loop and the image-decode
-ceiling for the embedding, the header-only check for the image index. The scale run gives
-per-stage throughput, peak memory per job and extrapolated wall times. The machine, thread
-settings and library versions head it.
+ceiling for the embedding, the header-only check for the image index, the ``length`` attack
+alone for the blind-attack panel. The scale run gives per-stage throughput, peak memory per
+job and extrapolated wall times. The machine, thread settings and library versions head it.
 """
 
 from __future__ import annotations
@@ -245,6 +245,40 @@ def image_index_section(result: Mapping[str, Any]) -> list[str]:
     ]
 
 
+def attacks_section(result: Mapping[str, Any]) -> list[str]:
+    panel, baseline = result["panel"], result["baseline"]
+    names = {panel: "text panel: every text attack, as the certificate runs them"}
+    names[baseline] = f"`{baseline}` alone (baseline)"
+    runs = [panel, *result["attacks"]]
+    sizes = [result["by_size"][str(n)] for n in result["sizes"]]
+    rows = [
+        [names.get(run, f"`{run}` alone"),
+         *(f"{_rate(s['pairs_per_s'][run])} ({s['vs_length'][run]:.1f}x)" for s in sizes)]
+        for run in runs
+    ]  # fmt: skip
+    growth = ", ".join(
+        f"{s['pairs']:,} pairs {s['panel_us_per_pair']:,.0f} us "
+        f"({s['panel_per_pair_vs_smallest']:.2f}x)"
+        for s in sizes
+    )
+    load = result.get("machine", {}).get("load_average_1min")
+    return [
+        "## Blind-attack panel",
+        "",
+        f"`refine.attacks.attack_panel` on a seeded synthetic 1+1 table "
+        f"({', '.join(result['families'])}), {result['folds']} folds, "
+        f"{result['bootstrap_resamples']} bootstrap resamples, seed {result['seed']}; each "
+        f"run from empty text caches, median of {result['repeats']}"
+        + (f"; load average {load:.1f}" if load is not None else "")
+        + ". Pairs per second, and in brackets seconds over those of "
+        f"`{baseline}` alone on the same pairs.",
+        "",
+        *_table(["run", *(f"{s['pairs']:,} pairs" for s in sizes)], rows),
+        f"Text panel, time per pair (vs {sizes[0]['pairs']:,} pairs): {growth}.",
+        "",
+    ]
+
+
 def scale_section(result: Mapping[str, Any]) -> list[str]:
     stages = dict(result["stages"])  # the gather stage only where a corpus came in parts
     rows = [
@@ -301,6 +335,7 @@ SECTIONS = {
     "evaluation": evaluation_section,
     "model_families": model_families_section,
     "image_index": image_index_section,
+    "attacks": attacks_section,
     "scale": scale_section,
 }
 

@@ -1,0 +1,58 @@
+"""The blind-attack panel benchmark: its table, its JSON and its report section (no timing
+is asserted)."""
+
+import json
+
+import polars as pl
+import pytest
+
+from vlcomp.contracts import CANDIDATES_SCHEMA
+from vlcomp.io import write_json
+from vlcomp.refine.attacks import LENGTH, TEXT_ATTACKS, attack_pairs
+from vlcomp.refine.jobs import AttackSettings
+from vlcomp_dev.bench.attacks import PANEL, benchmark_attacks, synthetic_candidates
+from vlcomp_dev.bench.report import write_report
+
+
+def test_synthetic_table_is_seeded_one_plus_one_one_change_away():
+    table = synthetic_candidates(40, seed=3)
+    assert table.schema == pl.Schema(CANDIDATES_SCHEMA)
+    assert table.equals(synthetic_candidates(40, seed=3))
+    assert not table.equals(synthetic_candidates(40, seed=4))
+    pairs = attack_pairs(table)
+    assert pairs.height == 40 and pairs["item_id"].n_unique() == 40
+    assert set(pairs["type"]) == {"replace_att", "replace_obj", "replace_rel", "swap_att"}
+    for positive, negative in pairs.select("positive", "negative").iter_rows():
+        a, b = positive.split(), negative.split()
+        assert len(a) == len(b) and positive != negative
+        assert sum(x != y for x, y in zip(a, b, strict=True)) in (1, 2)  # a swap changes two
+
+
+def test_benchmark_json_structure_and_same_run_ratios(tmp_path):
+    settings = AttackSettings(bootstrap_resamples=20)
+    result = benchmark_attacks([60, 120], repeats=2, settings=settings, log=lambda _: None)
+    runs = {PANEL, *TEXT_ATTACKS}
+    assert (result["sizes"], result["baseline"], result["panel"]) == ([60, 120], LENGTH, PANEL)
+    assert (result["bootstrap_resamples"], result["folds"]) == (20, settings.folds)
+    assert {"cpu", "cores", "versions", "load_average_1min"} <= set(result["machine"])
+    smallest = result["by_size"]["60"]["panel_us_per_pair"]
+    for n in (60, 120):
+        numbers = result["by_size"][str(n)]
+        assert numbers["pairs"] == n
+        assert set(numbers["seconds"]) == set(numbers["pairs_per_s"]) == runs
+        assert all(len(t) == 2 for t in numbers["seconds_all_repeats"].values())
+        seconds = numbers["seconds"]
+        for run in runs:  # every ratio from this run's own seconds
+            assert numbers["pairs_per_s"][run] == pytest.approx(n / seconds[run])
+            assert numbers["vs_length"][run] == pytest.approx(seconds[run] / seconds[LENGTH])
+        assert numbers["vs_length"][LENGTH] == 1.0
+        assert numbers["panel_us_per_pair"] == pytest.approx(seconds[PANEL] / n * 1e6)
+        assert numbers["panel_per_pair_vs_smallest"] == pytest.approx(
+            numbers["panel_us_per_pair"] / smallest
+        )
+    path = tmp_path / "attacks.json"
+    write_json(result, path)
+    write_report({"attacks": path}, tmp_path / "report.md")
+    report = (tmp_path / "report.md").read_text()
+    assert "## Blind-attack panel" in report and "`length` alone (baseline)" in report
+    assert json.loads(path.read_text())["by_size"]["120"]["pairs"] == 120
