@@ -100,6 +100,28 @@ def _panel_seconds(table: pl.DataFrame, chosen: list[str], settings: AttackSetti
     return time.perf_counter() - started
 
 
+def size_numbers(times: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
+    """From the seconds of every repeat (size -> run -> seconds), per size: the median
+    seconds, pairs per second, each run's seconds as a ratio to ``length`` alone, the
+    panel's microseconds per pair and that as a ratio to the smallest size's."""
+    out: dict[str, dict[str, Any]] = {}
+    for size, repeats in times.items():
+        n = int(size)
+        seconds = {name: statistics.median(t) for name, t in repeats.items()}
+        out[size] = {
+            "pairs": n,
+            "seconds": seconds,
+            "seconds_all_repeats": repeats,
+            "pairs_per_s": {name: n / s for name, s in seconds.items()},
+            "vs_length": {name: s / seconds[BASELINE] for name, s in seconds.items()},
+            "panel_us_per_pair": seconds[PANEL] / n * 1e6,
+        }
+    smallest = out[min(out, key=int)]["panel_us_per_pair"]
+    for numbers in out.values():
+        numbers["panel_per_pair_vs_smallest"] = numbers["panel_us_per_pair"] / smallest
+    return out
+
+
 def benchmark_attacks(
     sizes: Sequence[int] = SIZES,
     repeats: int = 3,
@@ -122,21 +144,13 @@ def benchmark_attacks(
             for name in runs:
                 chosen = list(attacks.TEXT_ATTACKS) if name == PANEL else [name]
                 times[name].append(_panel_seconds(table, chosen, settings))
-        seconds = {name: statistics.median(t) for name, t in times.items()}
-        per_size[str(n)] = {
-            "pairs": n,
-            "seconds": seconds,
-            "seconds_all_repeats": times,
-            "pairs_per_s": {name: n / s for name, s in seconds.items()},
-            "vs_length": {name: s / seconds[BASELINE] for name, s in seconds.items()},
-            "panel_us_per_pair": seconds[PANEL] / n * 1e6,
-        }
+        per_size[str(n)] = times
+    by_size = size_numbers(per_size)
+    for numbers in by_size.values():
+        n, rates, ratios = numbers["pairs"], numbers["pairs_per_s"], numbers["vs_length"]
         log(f"{n:>7,} pairs: " + "  ".join(
-            f"{name} {n / s:,.0f}/s ({s / seconds[BASELINE]:.1f}x)" for name, s in seconds.items()
+            f"{name} {rates[name]:,.0f}/s ({ratios[name]:.1f}x)" for name in runs
         ))  # fmt: skip
-    smallest = per_size[str(min(sizes))]["panel_us_per_pair"]
-    for numbers in per_size.values():
-        numbers["panel_per_pair_vs_smallest"] = numbers["panel_us_per_pair"] / smallest
     return {
         "sizes": list(sizes),
         "attacks": list(attacks.TEXT_ATTACKS),
@@ -147,7 +161,7 @@ def benchmark_attacks(
         "bootstrap_resamples": settings.bootstrap_resamples,
         "repeats": repeats,
         "families": [f"{family}_{target}" for family, target in FAMILIES],
-        "by_size": per_size,
+        "by_size": by_size,
         "machine": {
             **machine(),
             "load_average_1min": os.getloadavg()[0] if hasattr(os, "getloadavg") else None,
