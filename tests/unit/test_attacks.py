@@ -504,3 +504,10 @@ def test_certificate_writes_every_variants_decisions_with_their_pairs(tmp_path):
     assert (row["part"], row["type"]) == ("toy", "replace_att")
     assert row["positive_key"] == text_key(item.filter(pl.col("is_positive"))["text"][0])
     assert row["negative_key"] == text_key(item.filter(~pl.col("is_positive"))["text"][0])
+
+
+def test_what_the_summary_reads_of_decisions_is_what_the_certificate_writes():
+    from vlcomp.certificate import DECISION_COLUMNS
+    from vlcomp.refine.attacks import DECISIONS_SCHEMA
+
+    assert {c: DECISIONS_SCHEMA[c] for c in DECISION_COLUMNS} == DECISION_COLUMNS
