@@ -27,6 +27,7 @@ from vlcomp.evaluate.joint_scoring import pair_cache, rerank_ranks, retrieval_ra
 from vlcomp.evaluate.metrics import METRIC_SCHEMA, RANKS_SCHEMA, pessimistic_rank
 from vlcomp.evaluate.retrieval_sets import SET_PREDICTIONS_SCHEMA
 from vlcomp.evaluate.scoring import EmbeddingScorer, JointScorer, scorer_of
+from vlcomp.evaluate.selection import image_pair_selection
 from vlcomp.evaluate.two_image import TWO_IMAGE_PREDICTIONS_SCHEMA
 from vlcomp.models.catalogue import ModelSpec, ModelUnavailableError
 from vlcomp.models.joint import for_retrieval
@@ -471,14 +472,16 @@ def test_every_model_presents_one_scorer(blip, llava, refs, checkpoint):
     images = {str(i): ref.path for i, ref in enumerate(refs[:4])}
     items = pl.DataFrame({"item_id": ["w0"], "caption_0": [TEXTS[0]], "caption_1": [TEXTS[1]],
                           "image_0": ["0"], "image_1": ["3"]})  # fmt: skip
-    shape = (items, images, ["caption_0", "caption_1"], 4, None, None, lambda label: None, None)
-    cosine, _ = embedding.score_image_pairs(*shape)
+    shape = (image_pair_selection(items, images, ["caption_0", "caption_1"]), 4, None, None,
+             lambda label: None, None)  # fmt: skip
+    cosine = embedding.score_selection(*shape, None)
     pictures, _ = embed_image_refs(world, [refs[0], refs[3]], 4)
     texts, _ = embed_texts(world, TEXTS[:2], 4)
     assert cosine[0] == pytest.approx(texts @ pictures.T, abs=1e-6)
     before = matching.counts()
-    itm, unreadable = matching.score_image_pairs(*shape)
+    unreadable: dict = {}
+    itm = matching.score_selection(*shape, unreadable)
     assert matching.counts()["pair"] - before.get("pair", 0) == 4 and not unreadable
     direct, _ = score_pairs(blip, [(refs[i], t) for t in TEXTS[:2] for i in (0, 3)], 4)
     assert itm.reshape(-1).tolist() == pytest.approx(direct.tolist(), abs=1e-6)
-    assert vqa.score_image_pairs(*shape)[0].shape == cosine.shape == (1, 2, 2)
+    assert vqa.score_selection(*shape, None).shape == cosine.shape == (1, 2, 2)

@@ -284,8 +284,9 @@ def test_two_image_job_end_to_end(data, checkpoint):
                            str(folder / "cache"), str(folder / "p2.parquet"), again,
                            str(folder / "e2.parquet"), lines.append)  # fmt: skip
     assert pl.read_parquet(again).equals(metrics)
-    # 7 items reach the model (x_broken's image fails to decode): 5 images, 14 texts
-    assert any("embedded 0/5 images and 0/14 texts" in line for line in lines)
+    # 7 items reach the model: 5 images (x_broken's fails to decode) and the 4 distinct
+    # captions of the other 6 items
+    assert any("embedded 0/5 images or crops and 0/4 texts" in line for line in lines)
 
 
 def test_two_image_job_stops_when_no_image_is_usable(data, checkpoint):

@@ -1,5 +1,5 @@
 """Scoring with the models that score an (image, text) pair jointly (``vlcomp.models.joint``:
-matching heads and VQAScore): pair scores, grids of them, and retrieval ranks, which
+matching heads and VQAScore): pair scores and retrieval ranks, which
 ``scoring.JointScorer`` turns into the same prediction and metric tables as embedding
 models give.
 
@@ -250,36 +250,3 @@ def retrieval_ranks(
     t2i = rerank_ranks(first.T, second.T, top_t2i, positive.T) if len(kept_texts) else i2t[:0]
     counts = {name: scorer.counts[name] - before[name] for name in ("vision", "text", "pair")}
     return usable, i2t, t2i, counts
-
-
-def score_grid(
-    loaded: LoadedModel,
-    refs: Sequence[Sequence[ImageRef]],
-    texts: Sequence[Sequence[str]],
-    batch_size: int = 64,
-    image_cache: EmbeddingCache | None = None,
-    progress: Callable[[str], Progress] = lambda label: None,
-    log: Callable[[str], None] | None = None,
-) -> tuple[np.ndarray, dict[ImageRef, str]]:
-    """Per item, every one of its texts scored with every one of its images (or crops):
-    shape (items, texts, images), float64, and the refs that failed to decode (their
-    items' scores are NaN). ``refs`` and ``texts``: one list per item, each of one length."""
-    n_texts = len(texts[0]) if texts else 0
-    n_images = len(refs[0]) if refs else 0
-    pairs = [
-        (ref, text)
-        for item_refs, item_texts in zip(refs, texts, strict=True)
-        for text in item_texts
-        for ref in item_refs
-    ]
-    failed: dict[ImageRef, str] = {}
-    scores, computed = score_pairs(
-        loaded, pairs, batch_size, pair_cache(loaded, image_cache), progress("pairs"), failed
-    )
-    if log:
-        log(
-            f"scored {computed}/{len(pairs)} (image, text) pairs with {loaded.spec.key}'s "
-            f"{loaded.model.score_name} (the rest: repeated pairs or the cache)"
-            + (f"; {len(failed)} images could not be decoded" if failed else "")
-        )
-    return scores.reshape(len(refs), n_texts, n_images), failed

@@ -1,14 +1,14 @@
 """One scoring interface for every loaded model: ``Scorer``, and ``scorer_of(loaded)``, the
 only place that asks which kind of model it is.
 
-Every evaluation scores (image or crop, text) pairs in one of a few shapes: candidate sets
-(one image, its candidate texts), image pairs (Winoground, image selection: each caption
-with two images), SugarCrepe++ triples (one image, two positives, one negative, and the
-texts compared with each other) and image<->text retrieval over a whole gallery. A
-``Scorer`` answers each shape; its two implementations compute them differently:
+Every selection task (candidate sets, two-image items, image selection, SugarCrepe++
+triples) comes as one item shape, ``selection.Selection`` (instances x texts x images), and
+is scored by one method, ``Scorer.score_selection``; image<->text retrieval over a whole
+gallery is the other question a scorer answers. Its two implementations compute them
+differently:
 
 - ``EmbeddingScorer`` (open_clip models, transformers dual encoders): each distinct image
-  (or crop) and text is embedded once through ``embed``'s caches, and a pair's score is the
+  (or crop) and text is embedded once through ``embed``'s caches, and a cell's score is the
   cosine of its two embeddings; retrieval ranks the whole gallery by cosine.
 - ``JointScorer`` (``models.joint.PairScorer``: matching heads, VQAScore): each distinct
   pair is scored by the model, cached per pair (``joint_scoring``); retrieval ranks by the
@@ -36,8 +36,8 @@ import polars as pl
 
 from vlcomp.contracts import text_key
 from vlcomp.evaluate.embed import embed_image_refs, embed_texts
-from vlcomp.evaluate.images import Box, EmbeddingCache, ImageRef
-from vlcomp.evaluate.joint_scoring import pair_cache, retrieval_ranks, score_grid, score_pairs
+from vlcomp.evaluate.images import EmbeddingCache, ImageRef
+from vlcomp.evaluate.joint_scoring import pair_cache, retrieval_ranks, score_pairs
 from vlcomp.evaluate.metrics import (
     COSINE,
     ITM_LOG_ODDS,
@@ -48,6 +48,7 @@ from vlcomp.evaluate.metrics import (
 )
 from vlcomp.evaluate.metrics import retrieval_ranks as embedding_retrieval_ranks
 from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA, item_boxes
+from vlcomp.evaluate.selection import Selection, candidate_selection, scatter
 from vlcomp.models.joint import PairScorer
 from vlcomp.models.parts import LoadedModel
 
@@ -78,10 +79,11 @@ def score_kind_of(score_name: str) -> str:
 
 
 class Scorer(ABC):
-    """What a loaded model offers the evaluation: the scores of (image, text) pairs in each
-    shape an evaluation asks for. Arguments shared by every method: ``batch_size``, the
-    model's ``image_cache`` and ``text_cache`` (``embed.open_model``; None: no cache),
-    ``progress`` (label -> progress callback) and ``log``."""
+    """What a loaded model offers the evaluation: the scores of every selection task
+    (``score_selection``), text embeddings (``text_vectors``) and gallery retrieval
+    (``retrieval_ranks``). Arguments shared by every method: ``batch_size``, the model's
+    ``image_cache`` and ``text_cache`` (``embed.open_model``; None: no cache), ``progress``
+    (label -> progress callback) and ``log``."""
 
     def __init__(self, loaded: LoadedModel) -> None:
         self.loaded = loaded
@@ -93,8 +95,7 @@ class Scorer(ABC):
 
     @property
     def score_kind(self) -> str:
-        """What the scores of ``score_sets``, ``score_image_pairs`` and ``score_triples``
-        (image side) are, as ``metrics.SCORE_KINDS`` names it."""
+        """What the scores of ``score_selection`` are, as ``metrics.SCORE_KINDS`` names it."""
         return score_kind_of(self.score_name)
 
     @property
@@ -132,54 +133,21 @@ class Scorer(ABC):
         return embed_texts(self.loaded, texts, batch_size, cache, progress)
 
     @abstractmethod
-    def score_sets(
+    def score_selection(
         self,
-        candidates: pl.DataFrame,
-        ref_of_item: Mapping[str, ImageRef],
+        selection: Selection,
         batch_size: int,
         image_cache: EmbeddingCache | None,
         text_cache: EmbeddingCache | None,
         progress: Progress,
         log: Log | None,
-        unreadable: dict[str, str] | None,
-    ) -> tuple[pl.DataFrame, np.ndarray]:
-        """The score of each candidate row (item_id, image, text) with its item's image
-        (``ref_of_item``), float64, and the rows scored: rows of an image that fails to
-        decode are left out and its image id recorded in ``unreadable`` (None: it raises
-        ``UnreadableImageError``)."""
-
-    @abstractmethod
-    def score_image_pairs(
-        self,
-        items: pl.DataFrame,
-        images: Mapping[str, str],
-        text_columns: Sequence[str],
-        batch_size: int,
-        image_cache: EmbeddingCache | None,
-        text_cache: EmbeddingCache | None,
-        progress: Progress,
-        log: Log | None,
-    ) -> tuple[np.ndarray, dict[str, str]]:
-        """Each item's texts (``text_columns``) scored with its image_0 and image_1:
-        (items, texts, 2), float64, and the image ids that failed to decode (their items'
-        rows are NaN). ``images``: image_id -> file for every image_0 / image_1."""
-
-    @abstractmethod
-    def score_triples(
-        self,
-        triples: pl.DataFrame,
-        images: Mapping[str, str],
-        boxes: Mapping[str, Box | None],
-        batch_size: int,
-        image_cache: EmbeddingCache | None,
-        text_cache: EmbeddingCache | None,
-        progress: Progress,
-        log: Log | None,
-    ) -> tuple[np.ndarray, np.ndarray, dict[str, str]]:
-        """SugarCrepe++ ``triples`` (item_id, image, p1, p2, n): the image's (or the
-        ``boxes`` crop's) scores (triples, 3) with P1, P2, N, the text-only similarities
-        (triples, 3) cos(P1, P2), cos(P1, N), cos(P2, N), and the image ids that failed to
-        decode (their rows are NaN). Needs ``has_text_similarity``."""
+        failed: dict[ImageRef, str] | None,
+    ) -> np.ndarray:
+        """The score of every text of each instance with every one of its images: shape
+        ``selection.shape`` (instances, texts, images), float64, NaN at padding and at every
+        cell of an instance an image of which failed to decode. Such images are recorded in
+        ``failed`` (ref -> message); with ``failed`` None an unreadable image raises
+        ``UnreadableImageError``."""
 
     @abstractmethod
     def retrieval_ranks(
@@ -221,7 +189,7 @@ def score_candidates(
     unreadable: dict[str, str] | None = None,
 ) -> pl.DataFrame:
     """The model's score of every candidate text with its item's image (or crop)
-    (``Scorer.score_sets``: the cosine similarity of their embeddings, or the score
+    (``Scorer.score_selection``: the cosine similarity of their embeddings, or the score
     of a model that scores pairs).
 
     ``images``: image_id -> file for every candidate's ``image`` (build it from the image
@@ -247,9 +215,20 @@ def score_candidates(
         item_id: ImageRef(images[name], box_of.get(item_id))
         for item_id, name in item_image.iter_rows()
     }
-    candidates, similarity = scorer_of(loaded).score_sets(
-        candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log, unreadable
-    )
+    selection, position = candidate_selection(candidates, ref_of_item)
+    failed: dict[ImageRef, str] = {}
+    scores = scorer_of(loaded).score_selection(
+        selection, batch_size, image_cache, text_cache, progress, log,
+        failed if unreadable is not None else None,
+    )  # fmt: skip
+    similarity = np.array([scores[n, c, 0] for n, c in position], dtype=np.float64)
+    if failed:
+        assert unreadable is not None
+        for image, message in selection.unreadable(failed).items():
+            unreadable.setdefault(image, message)
+        usable = selection.usable(failed)
+        keep = np.array([usable[n] for n, _ in position], dtype=bool)
+        candidates, similarity = candidates.filter(pl.Series(keep)), similarity[keep]
     texts = candidates["text"].to_list()
     if "complexity" in candidates.columns:
         complexity = pl.col("complexity").cast(pl.Int64)
@@ -296,101 +275,36 @@ class EmbeddingScorer(Scorer):
     def counts(self) -> dict[str, int]:
         return {}  # forward passes are not counted
 
-    def score_sets(
-        self, candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log,
-        unreadable,
-    ):  # fmt: skip
-        loaded = self.loaded
-        item_image = candidates.select("item_id", "image").unique(maintain_order=True)
-        unique_refs = list(dict.fromkeys(ref_of_item[i] for i in sorted(ref_of_item)))
-        ref_row = {ref: i for i, ref in enumerate(unique_refs)}
-        failed: dict[ImageRef, str] = {}
-        image_vectors, new_images = embed_image_refs(
-            loaded,
-            unique_refs,
-            batch_size,
-            image_cache,
-            progress("images"),
-            failed if unreadable is not None else None,
-        )
-        if failed:
-            assert unreadable is not None
-            bad_items = set()
-            for item_id, name in item_image.iter_rows():
-                if ref_of_item[item_id] in failed:
-                    unreadable.setdefault(name, failed[ref_of_item[item_id]])
-                    bad_items.add(item_id)
-            candidates = candidates.filter(~pl.col("item_id").is_in(sorted(bad_items)))
-        texts = candidates["text"].to_list()
-        text_vectors, new_texts = embed_texts(
-            loaded, texts, batch_size, text_cache, progress("texts")
-        )
-        if log:
-            log(
-                f"embedded {new_images}/{len(unique_refs)} images or crops and "
-                f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
-                + (f"; {len(failed)} images or crops could not be decoded" if failed else "")
-            )
-        rows = [ref_row[ref_of_item[i]] for i in candidates["item_id"].to_list()]
-        if rows:
-            similarity = np.einsum("ij,ij->i", text_vectors, image_vectors[rows]).astype(np.float64)
-        else:
-            similarity = np.zeros(0, dtype=np.float64)
-        return candidates, similarity
-
-    def score_image_pairs(
-        self, items, images, text_columns, batch_size, image_cache, text_cache, progress, log
+    def score_selection(
+        self, selection, batch_size, image_cache, text_cache, progress, log, failed
     ):
-        ids = _pair_image_ids(items, images)
-        texts = [text for column in text_columns for text in items[column].to_list()]
-        refs = [ImageRef(images[i]) for i in ids]
-        failed: dict[ImageRef, str] = {}
+        refs = selection.distinct_refs()
+        bad: dict[ImageRef, str] = {}
         image_vectors, new_images = embed_image_refs(
-            self.loaded, refs, batch_size, image_cache, progress("images"), failed
-        )
-        unreadable = {i: failed[ref] for i, ref in zip(ids, refs, strict=True) if ref in failed}
-        row_of = {i: k for k, i in enumerate(ids)}
+            self.loaded, refs, batch_size, image_cache, progress("images"),
+            bad if failed is not None else None,
+        )  # fmt: skip
+        if failed is not None:
+            failed.update(bad)
+        cells = selection.cells(selection.usable(bad))
+        texts = list(dict.fromkeys(selection.texts[n][c] for n, c, _ in cells))
         text_vectors, new_texts = embed_texts(
             self.loaded, texts, batch_size, text_cache, progress("texts")
         )
         if log:
             log(
-                f"embedded {new_images}/{len(ids)} images and {new_texts}/{len(texts)} texts "
-                "(the rest came from the cache)"
-                + (f"; {len(unreadable)} images could not be decoded" if unreadable else "")
+                f"embedded {new_images}/{len(refs)} images or crops and "
+                f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
+                + (f"; {len(bad)} images or crops could not be decoded" if bad else "")
             )
-        image_vectors = _same_width(image_vectors, text_vectors)
-        rows = [[row_of[i] for i in items[column].to_list()] for column in ("image_0", "image_1")]
-        pictures = np.stack([image_vectors[np.asarray(r, np.int64)] for r in rows], axis=1)
-        n = items.height
-        if len(text_columns) == 1:  # one caption: (items, dim) against (items, 2, dim)
-            similarity = np.einsum("nd,nid->ni", text_vectors, pictures).astype(np.float64)
-            return similarity[:, None, :], unreadable
-        captions = np.stack(
-            [text_vectors[k * n : (k + 1) * n] for k in range(len(text_columns))], axis=1
-        )  # (items, texts, dim)
-        similarity = np.einsum("ncd,nid->nci", captions, pictures).astype(np.float64)
-        return similarity, unreadable
-
-    def score_triples(
-        self, triples, images, boxes, batch_size, image_cache, text_cache, progress, log
-    ):
-        item_refs, unique_refs = _triple_refs(triples, images, boxes)
-        failed: dict[ImageRef, str] = {}
-        image_vectors, new_images = embed_image_refs(
-            self.loaded, unique_refs, batch_size, image_cache, progress("images"), failed
-        )
-        unreadable = _unreadable_images(triples, item_refs, failed)
-        text_vectors = _triple_texts(
-            self, triples, unique_refs, new_images, unreadable, batch_size, text_cache,
-            progress, log,
-        )  # fmt: skip
-        image_vectors = _same_width(image_vectors, text_vectors)
-        p1, p2, neg = _thirds(text_vectors)
-        row_of = {ref: k for k, ref in enumerate(unique_refs)}
-        picture = image_vectors[np.asarray([row_of[ref] for ref in item_refs], np.int64)]
-        image_sims = np.stack([dot(picture, p1), dot(picture, p2), dot(picture, neg)], axis=1)
-        return image_sims, _text_sims(p1, p2, neg), unreadable
+        if not cells:
+            return scatter(selection.shape, cells, np.zeros(0))
+        ref_row = {ref: k for k, ref in enumerate(refs)}
+        text_row = {text: k for k, text in enumerate(texts)}
+        image_rows = [ref_row[selection.refs[n][i]] for n, _, i in cells]
+        text_rows = [text_row[selection.texts[n][c]] for n, c, _ in cells]
+        values = np.einsum("ij,ij->i", text_vectors[text_rows], image_vectors[image_rows])
+        return scatter(selection.shape, cells, values.astype(np.float64))
 
     def retrieval_ranks(
         self, model, benchmark, items, images, batch_size, image_cache, text_cache, progress,
@@ -464,68 +378,28 @@ class JointScorer(Scorer):
     def counts(self) -> dict[str, int]:
         return dict(self.model.counts)
 
-    def score_sets(
-        self, candidates, ref_of_item, batch_size, image_cache, text_cache, progress, log,
-        unreadable,
-    ):  # fmt: skip
+    def score_selection(
+        self, selection, batch_size, image_cache, text_cache, progress, log, failed
+    ):
         loaded = self.loaded
-        pairs = [
-            (ref_of_item[i], t)
-            for i, t in zip(
-                candidates["item_id"].to_list(), candidates["text"].to_list(), strict=True
-            )
-        ]
-        failed: dict[ImageRef, str] = {}
+        cells = selection.cells([True] * selection.shape[0])
+        pairs = [(selection.refs[n][i], selection.texts[n][c]) for n, c, i in cells]
+        bad: dict[ImageRef, str] = {}
         scores, computed = score_pairs(
             loaded, pairs, batch_size, pair_cache(loaded, image_cache), progress("pairs"),
-            failed if unreadable is not None else None,
+            bad if failed is not None else None,
         )  # fmt: skip
-        if failed:
-            assert unreadable is not None
-            bad_items = set()
-            for item_id, name in candidates.select("item_id", "image").unique().iter_rows():
-                if ref_of_item[item_id] in failed:
-                    unreadable.setdefault(name, failed[ref_of_item[item_id]])
-                    bad_items.add(item_id)
-            keep = ~candidates["item_id"].is_in(sorted(bad_items)).to_numpy()
-            candidates, scores = candidates.filter(keep), scores[keep]
+        if failed is not None:
+            failed.update(bad)
         if log:
             log(
                 f"scored {computed}/{len(pairs)} (image, text) pairs with {loaded.spec.key}'s "
                 f"{self.score_name} (the rest: repeated pairs or the cache)"
-                + (f"; {len(failed)} images or crops could not be decoded" if failed else "")
+                + (f"; {len(bad)} images or crops could not be decoded" if bad else "")
             )
-        return candidates, scores
-
-    def score_image_pairs(
-        self, items, images, text_columns, batch_size, image_cache, text_cache, progress, log
-    ):
-        ids = _pair_image_ids(items, images)
-        refs = [
-            [ImageRef(images[a]), ImageRef(images[b])]
-            for a, b in items.select("image_0", "image_1").iter_rows()
-        ]
-        scores, failed = score_grid(
-            self.loaded, refs, items.select(text_columns).rows(), batch_size, image_cache,
-            progress, log,
-        )  # fmt: skip
-        unreadable = {i: failed[ImageRef(images[i])] for i in ids if ImageRef(images[i]) in failed}
-        return scores, unreadable
-
-    def score_triples(
-        self, triples, images, boxes, batch_size, image_cache, text_cache, progress, log
-    ):
-        item_refs, unique_refs = _triple_refs(triples, images, boxes)
-        columns = triples.select("p1", "p2", "n").rows()
-        grid, failed = score_grid(
-            self.loaded, [[ref] for ref in item_refs], columns, batch_size, image_cache,
-            progress, log,
-        )  # fmt: skip
-        unreadable = _unreadable_images(triples, item_refs, failed)
-        text_vectors = _triple_texts(
-            self, triples, unique_refs, 0, unreadable, batch_size, text_cache, progress, log
-        )
-        return grid[:, :, 0], _text_sims(*_thirds(text_vectors)), unreadable
+        out = scatter(selection.shape, cells, scores)
+        out[~np.asarray(selection.usable(bad), dtype=bool)] = np.nan
+        return out
 
     def retrieval_ranks(
         self, model, benchmark, items, images, batch_size, image_cache, text_cache, progress,
@@ -560,85 +434,3 @@ class JointScorer(Scorer):
             kept["item_id"].to_list(), kept["image_id"].to_list(), i2t, t2i,
         )  # fmt: skip
         return ranks, unreadable
-
-
-# --------------------------------------------------------------------------- shared pieces
-
-
-def _pair_image_ids(items: pl.DataFrame, images: Mapping[str, str]) -> list[str]:
-    """The distinct image_0 / image_1 ids of ``items``, sorted; each must have a file."""
-    ids = sorted(set(items["image_0"].to_list()) | set(items["image_1"].to_list()))
-    unknown = [i for i in ids if i not in images]
-    if unknown:
-        raise ValueError(f"two-image: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}")
-    return ids
-
-
-def _triple_refs(
-    triples: pl.DataFrame, images: Mapping[str, str], boxes: Mapping[str, Box | None]
-) -> tuple[list[ImageRef], list[ImageRef]]:
-    """Each triple's image (or crop), and the distinct ones in order."""
-    item_refs = [
-        ImageRef(images[image], boxes.get(item))
-        for item, image in triples.select("item_id", "image").iter_rows()
-    ]
-    return item_refs, list(dict.fromkeys(item_refs))
-
-
-def _unreadable_images(
-    triples: pl.DataFrame, item_refs: Sequence[ImageRef], failed: Mapping[ImageRef, str]
-) -> dict[str, str]:
-    """image id -> message for the triples whose image (or crop) failed to decode."""
-    unreadable: dict[str, str] = {}
-    for ref, image in zip(item_refs, triples["image"].to_list(), strict=True):
-        if ref in failed:
-            unreadable.setdefault(image, failed[ref])
-    return unreadable
-
-
-def _triple_texts(
-    scorer: Scorer,
-    triples: pl.DataFrame,
-    unique_refs: Sequence[ImageRef],
-    new_images: int,
-    unreadable: Mapping[str, str],
-    batch_size: int,
-    text_cache: EmbeddingCache | None,
-    progress: Progress,
-    log: Log | None,
-) -> np.ndarray:
-    """The vectors of the triples' texts (every P1, every P2, every N), logged with the
-    ``new_images`` embedded of ``unique_refs``."""
-    texts = [*triples["p1"].to_list(), *triples["p2"].to_list(), *triples["n"].to_list()]
-    text_vectors, new_texts = scorer.text_vectors(texts, batch_size, text_cache, progress("texts"))
-    if log:
-        log(
-            f"embedded {new_images}/{len(unique_refs)} images or crops and "
-            f"{new_texts}/{len(texts)} texts (the rest came from the cache)"
-            + (f"; {len(unreadable)} images could not be decoded" if unreadable else "")
-        )
-    return text_vectors
-
-
-def _thirds(text_vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """P1, P2 and N vectors of ``_triple_texts``."""
-    n = len(text_vectors) // 3
-    return text_vectors[:n], text_vectors[n : 2 * n], text_vectors[2 * n :]
-
-
-def _text_sims(p1: np.ndarray, p2: np.ndarray, neg: np.ndarray) -> np.ndarray:
-    """(triples, 3): cos(P1, P2), cos(P1, N), cos(P2, N)."""
-    return np.stack([dot(p1, p2), dot(p1, neg), dot(p2, neg)], axis=1)
-
-
-def dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products (cosine similarities of normalised vectors), float64."""
-    return np.einsum("nd,nd->n", a, b).astype(np.float64)
-
-
-def _same_width(image_vectors: np.ndarray, text_vectors: np.ndarray) -> np.ndarray:
-    """NaN rows of the text width when no image could be embedded (width 0)."""
-    width = text_vectors.shape[-1] if text_vectors.ndim == 2 else 0
-    if image_vectors.ndim == 2 and image_vectors.shape[1] == width:
-        return image_vectors
-    return np.full((len(image_vectors), width), np.nan, dtype=np.float32)

@@ -42,7 +42,7 @@ import numpy as np
 import polars as pl
 
 from vlcomp.contracts import IMAGE_SELECTION_SCHEMA, TWO_IMAGE_SCHEMA, text_key
-from vlcomp.evaluate.images import Box, EmbeddingCache
+from vlcomp.evaluate.images import Box, EmbeddingCache, ImageRef
 from vlcomp.evaluate.metrics import (
     COSINE,
     SCORE_KIND,
@@ -52,6 +52,7 @@ from vlcomp.evaluate.metrics import (
     split_order,
 )
 from vlcomp.evaluate.scoring import scorer_of
+from vlcomp.evaluate.selection import image_pair_selection, triple_selection
 from vlcomp.models.parts import LoadedModel
 from vlcomp.vocabulary import ALL, CHANCE, UNLABELLED, negative_type
 
@@ -362,12 +363,14 @@ def score_two_image(
     """The (items, 2, 2) similarity matrices s(c_i, I_j) of ``items`` and the image ids that
     failed to decode (image_id -> message; their items' rows are NaN). ``images``: image_id ->
     file for every image_0 / image_1 (leave out items the image index cannot serve first).
-    The model's scores (``scoring.Scorer.score_image_pairs``): cosine similarities of
+    The model's scores (``scoring.Scorer.score_selection``): cosine similarities of
     embeddings, or a pair scorer's scores of the four pairs."""
-    return scorer_of(loaded).score_image_pairs(
-        items, images, ["caption_0", "caption_1"], batch_size, image_cache, text_cache,
-        progress, log,
-    )  # fmt: skip
+    selection = image_pair_selection(items, images, ["caption_0", "caption_1"])
+    failed: dict[ImageRef, str] = {}
+    similarity = scorer_of(loaded).score_selection(
+        selection, batch_size, image_cache, text_cache, progress, log, failed
+    )
+    return similarity, selection.unreadable(failed)
 
 
 def score_image_selection(
@@ -382,10 +385,12 @@ def score_image_selection(
 ) -> tuple[np.ndarray, dict[str, str]]:
     """The (items, 2) similarities s(c, image_0), s(c, image_1) of image-selection ``items``
     and the image ids that failed to decode (as :func:`score_two_image`)."""
-    similarity, unreadable = scorer_of(loaded).score_image_pairs(
-        items, images, ["caption"], batch_size, image_cache, text_cache, progress, log
+    selection = image_pair_selection(items, images, ["caption"])
+    failed: dict[ImageRef, str] = {}
+    similarity = scorer_of(loaded).score_selection(
+        selection, batch_size, image_cache, text_cache, progress, log, failed
     )
-    return similarity[:, 0, :], unreadable
+    return similarity[:, 0, :], selection.unreadable(failed)
 
 
 def score_sugarcrepe_pp(
@@ -402,7 +407,7 @@ def score_sugarcrepe_pp(
     """Image similarities (triples, 3) = s(I, P1), s(I, P2), s(I, N), text-only similarities
     (triples, 3) = cos(P1, P2), cos(P1, N), cos(P2, N), and the image ids that failed to
     decode (their rows are NaN). ``boxes``: item_id -> crop (``retrieval_sets.item_boxes``).
-    The model's scores (``scoring.Scorer.score_triples``); the text-only similarities come
+    The model's scores (``scoring.Scorer.score_selection``); the text-only similarities come
     from its text embeddings (a matching head's ITC), and a model without them (VQAScore)
     cannot be used."""
     scorer = scorer_of(loaded)
@@ -417,9 +422,22 @@ def score_sugarcrepe_pp(
         raise ValueError(
             f"SugarCrepe++: {len(unknown)} image(s) without a file, e.g. {unknown[0]!r}"
         )
-    return scorer.score_triples(
-        triples, images, dict(boxes or {}), batch_size, image_cache, text_cache, progress, log
-    )
+    selection = triple_selection(triples, images, dict(boxes or {}))
+    failed: dict[ImageRef, str] = {}
+    image_sims = scorer.score_selection(
+        selection, batch_size, image_cache, text_cache, progress, log, failed
+    )[:, :, 0]
+    n = triples.height
+    texts = [*triples["p1"].to_list(), *triples["p2"].to_list(), *triples["n"].to_list()]
+    vectors, _ = scorer.text_vectors(texts, batch_size, text_cache, progress("texts"))
+    p1, p2, negative = vectors[:n], vectors[n : 2 * n], vectors[2 * n :]
+    text_sims = np.stack([_dot(p1, p2), _dot(p1, negative), _dot(p2, negative)], axis=1)
+    return image_sims, text_sims, selection.unreadable(failed)
+
+
+def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products (cosine similarities of normalised vectors), float64."""
+    return np.einsum("nd,nd->n", a, b).astype(np.float64)
 
 
 # --------------------------------------------------------------------------- metrics
