@@ -477,7 +477,7 @@ def test_fingerprint_is_the_weights_sha256(family):
     digest = hashlib.sha256((family.folder / "model.safetensors").read_bytes()).hexdigest()
     meta = model_metadata(family.name, family.loaded)
     print(f"\n{family.name}: fingerprint {family.loaded.fingerprint}")
-    assert family.loaded.fingerprint == f"hf:tiny-{family.name}@sha256:{digest[:16]}"
+    assert family.loaded.fingerprint == f"hf:tiny-{family.name}@sha256:{digest[:16]}+dual_encoder"
     assert meta["weights_sha256"] == digest
     assert meta["transformers"] == transformers.__version__
     assert meta["transformers_kind"] == "dual_encoder"

@@ -245,7 +245,8 @@ def test_transformers_model_provenance_and_tokens(pair):
     assert meta["precision"] == "fp32"
     assert meta["source"] == str(folder)
     assert len(meta["weights_sha256"]) == 64
-    assert theirs.fingerprint == f"hf:{folder.name}@sha256:{meta['weights_sha256'][:16]}"
+    sha = meta["weights_sha256"][:16]
+    assert theirs.fingerprint == f"hf:{folder.name}@sha256:{sha}+dual_encoder"
     # the library versions are the same in every model's provenance; the rest is the model's
     open_clip_meta = model_metadata("oc", ours)
     assert open_clip_meta["transformers"] == transformers.__version__

@@ -140,7 +140,7 @@ def test_t2v_metrics_vqascore_equals_its_wrapper_by_hand(folders, images):
     meta = model_metadata("llava", loaded)
     assert meta["joint_definition"] == "t2v_metrics"
     assert json.loads(meta["vqascore_answer_tokens"]) == ["ĠYes", "</s>"]
-    assert loaded.fingerprint.endswith("+t2v_metrics")
+    assert loaded.fingerprint.endswith("+vqascore+t2v_metrics")
 
 
 def test_vqascore_definitions_differ_and_never_share_a_cache(folders, images):
@@ -233,7 +233,8 @@ def test_salesforce_blip_equals_blips_evaluation_by_hand(folders, images):
     # another definition: another fingerprint (embedding cache) and pair-cache name
     hf = load("blip_hf", folders["blip"], "matching_head", definition="transformers")
     assert hf.model.rerank_top_k == 16 and for_retrieval(hf) is hf
-    assert loaded.fingerprint.endswith("+salesforce") and hf.fingerprint.endswith("+transformers")
+    assert loaded.fingerprint.endswith("+matching_head+salesforce")
+    assert hf.fingerprint.endswith("+matching_head+transformers")
     cache = EmbeddingCache(images[0].path + ".cache", "image")
     assert pair_cache(loaded, cache).modality != pair_cache(hf, cache).modality
     assert pair_cache(reranking, cache).modality != pair_cache(loaded, cache).modality

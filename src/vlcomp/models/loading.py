@@ -200,15 +200,18 @@ def load_model(spec: ModelSpec, device: str = "auto", precision: str = "fp32") -
 
 def _load_transformers(spec: ModelSpec, device: torch.device, precision: str) -> LoadedModel:
     """A transformers spec loaded like an open_clip one: float32 weights, autocast for bf16 /
-    fp16; its fingerprint is the weights' sha256 (and a joint kind's ``definition``)."""
+    fp16; its fingerprint is the weights' sha256, the kind (and a joint kind's
+    ``definition``)."""
     assert spec.transformers is not None
     directory = transformers_directory(spec)
     source = spec.transformers
     parts = TRANSFORMERS_LOADERS[source.kind](spec.key, source, directory, device)
     check_tokenizer(spec, parts.tokenizer.tokenizer)
-    fingerprint = f"{spec.arch}@sha256:{parts.weights_sha256[:16]}"
+    # the kind and a joint kind's definition change what the weights compute (one folder
+    # may be read as several kinds): so they change the caches too
+    fingerprint = f"{spec.arch}@sha256:{parts.weights_sha256[:16]}+{source.kind}"
     definition = source.resolved_options().get("definition")
-    if definition:  # a joint kind's scores differ by definition: so do its caches
+    if definition:
         fingerprint += f"+{definition}"
     return LoadedModel(
         spec=spec,
