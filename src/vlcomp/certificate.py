@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import polars as pl
 
+from vlcomp.resampling import ratio_of_sums
 from vlcomp.vocabulary import (
     AT_CHANCE,
     BY_DESIGN,
@@ -122,26 +123,8 @@ def bootstrap_interval(
     """95 % percentile interval of sum(credit) / sum(pairs) over items drawn with
     replacement (``credits`` and ``counts`` per item; a credit may be negative: a
     difference of two credits)."""
-    m = len(credits)
-    if resamples <= 0 or m == 0:
+    if resamples <= 0 or len(credits) == 0:
         return None, None
-    chunk = max(1, 2_000_000 // m)
-    # credits are multiples of 1/2: 2 * credit and the count packed in one integer, so each
-    # resample is one gather and one sum, exact (the same values as two float sums)
-    halves = np.rint(2 * credits).astype(np.int64)
-    packed = (halves << 32) + counts.astype(np.int64)
-    exact = (
-        bool(np.all(halves == 2 * credits))
-        and m * int(np.abs(halves).max(initial=0)) < 2**30
-        and m * int(counts.max(initial=0)) < 2**31
-    )  # a resample's sums fit their halves of the integer
-    stats = []
-    for start in range(0, resamples, chunk):
-        draw = rng.integers(0, m, size=(min(chunk, resamples - start), m))
-        if exact:
-            total = packed[draw].sum(axis=1)
-            stats.append((total >> 32) / 2 / (total & 0xFFFFFFFF))
-        else:
-            stats.append(credits[draw].sum(axis=1) / counts[draw].sum(axis=1))
-    low, high = np.quantile(np.concatenate(stats), [0.025, 0.975])
+    ratios = ratio_of_sums(credits, counts, resamples, rng)
+    low, high = np.quantile(ratios, [0.025, 0.975])
     return float(low), float(high)

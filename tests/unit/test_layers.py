@@ -23,7 +23,7 @@ ROOT = "vlcomp"
 LAYERS: tuple[tuple[str, ...], ...] = (
     # 1 ground: text, files, contracts, the tables' vocabulary and typed settings
     ("text", "io", "contracts", "vocabulary", "certificate", "errors", "redact", "machine",
-     "joblog", "figure_files", "wordnet_setup", "schemas", "settings"),
+     "joblog", "figure_files", "wordnet_setup", "schemas", "settings", "resampling"),
     # 2 data
     ("ingest", "parse", "counts", "importers", "scorers", "llm"),
     # 3 benchmark building

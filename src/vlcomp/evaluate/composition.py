@@ -38,6 +38,7 @@ import polars as pl
 from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.evaluate.stats import split_order
 from vlcomp.io import write_parquet, write_with
+from vlcomp.resampling import ratio_of_sums
 from vlcomp.vocabulary import REFERENCE_SPLITS
 
 Log = Callable[[str], None]
@@ -290,8 +291,7 @@ def twin_novelty(
                     low = high = float("nan")
                     if resamples:
                         rng = cell_rng(seed, "twin_novelty", part, split, own, other)
-                        draw = rng.integers(len(n), size=(resamples, len(n)))
-                        stats = (a - b)[draw].sum(axis=1) / n[draw].sum(axis=1)
+                        stats = ratio_of_sums(a - b, n, resamples, rng)
                         tail = (1.0 - level) / 2.0
                         low, high = (float(x) for x in np.quantile(stats, [tail, 1.0 - tail]))
                     rows.append(

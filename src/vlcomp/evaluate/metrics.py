@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from vlcomp.resampling import bootstrap_draws
 from vlcomp.vocabulary import ALL, CHANCE, TIE_POLICY, negative_type
 
 # What a model's metric values are computed from (``score_kind``).
@@ -181,12 +182,10 @@ def bootstrap_means(
     q = strata[0].shape[1]
     total = np.zeros((resamples, q))
     for values in strata:
-        n = values.shape[0]
-        chunk = max(1, 2_000_000 // max(1, n))
-        for start in range(0, resamples, chunk):
-            stop = min(resamples, start + chunk)
-            idx = rng.integers(0, n, size=(stop - start, n))
-            total[start:stop] += values[idx].mean(axis=1)
+        start = 0
+        for idx in bootstrap_draws(values.shape[0], resamples, rng):
+            total[start : start + len(idx)] += values[idx].mean(axis=1)
+            start += len(idx)
     return total / len(strata)
 
 

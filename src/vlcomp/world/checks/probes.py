@@ -38,6 +38,7 @@ import polars as pl
 
 from vlcomp.evaluate.metrics import cell_rng
 from vlcomp.io import atomic_path, write_parquet
+from vlcomp.resampling import ratio_of_sums
 from vlcomp.settings import settings_from
 from vlcomp.world.scenes import SceneObject, relation_between
 
@@ -207,8 +208,7 @@ def scene_interval(
     _, inverse = np.unique(groups, return_inverse=True)
     hits = np.bincount(inverse, weights=correct.astype(np.float64))
     counts = np.bincount(inverse).astype(np.float64)
-    draws = rng.integers(0, len(hits), size=(resamples, len(hits)))
-    means = hits[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    means = ratio_of_sums(hits, counts, resamples, rng)
     tail = (1.0 - level) / 2.0
     low, high = np.quantile(means, [tail, 1.0 - tail])
     return float(low), float(high)
