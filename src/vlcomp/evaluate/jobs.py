@@ -150,20 +150,8 @@ def evaluate_benchmark_job(
     from vlcomp.evaluate.scoring import score_candidates, scorer_of
 
     eval_settings = EvalSettings.from_config(settings)
-    index = read_image_index(image_index)
     excluded: list[tuple[Any, ...]] = []
-    usable_parts = []
-    total = 0
-    for part in parts:
-        label = part.get("label")
-        candidates = pl.read_parquet(part["candidates"])
-        items = candidates.select("item_id", "image").unique(maintain_order=True)
-        total += items.height
-        usable, problems = lookup_images(items["image"].to_list(), index)
-        has_file = pl.col("image").is_in(sorted(usable)).fill_null(False)
-        for item_id, image in items.filter(~has_file).iter_rows():
-            excluded.append((label, item_id, image, *problems[image]))
-        usable_parts.append((part, label, candidates.filter(has_file), usable))
+    usable_parts, total = _usable_parts(parts, read_image_index(image_index), excluded)
     _stop_if_nothing_left(excluded, total, image_index, log)
     loaded, image_cache, text_cache = open_model(
         model_key, model_entry, checkpoint, settings, cache_dir, log
@@ -173,7 +161,6 @@ def evaluate_benchmark_job(
         if not candidates.height:
             continue
         boxes = pl.read_parquet(part["boxes"]) if part.get("boxes") else None
-        splits = pl.read_parquet(part["splits"]) if part.get("splits") else None
         unreadable: dict[str, str] = {}
         scored = score_candidates(
             model_key,
@@ -192,18 +179,8 @@ def evaluate_benchmark_job(
         for item_id, image in bad.select("item_id", "image").unique().iter_rows():
             excluded.append((label, item_id, image, UNREADABLE, unreadable[image]))
         if scored.height:
-            flags = set_flags(*flag_tokens(loaded.tokenizer, scored, candidates, label, log))
-            # a set the tokenizer cannot tell apart is wrong however its floats round
-            ranked = (
-                rank_sets(scored)
-                .join(
-                    flags, on=["model", "benchmark", "item_id", "family"], how="left",
-                    maintain_order="left",
-                )
-                .with_columns(
-                    correct=pl.col("correct") & ~pl.col("indistinguishable").fill_null(False)
-                )
-            )  # fmt: skip
+            ranked = _ranked_sets(loaded.tokenizer, scored, candidates, label, log)
+            splits = pl.read_parquet(part["splits"]) if part.get("splits") else None
             ranked = attach_splits(
                 ranked, splits, part.get("split_column", "split"), split_keys(boxes)
             )
@@ -235,6 +212,42 @@ def evaluate_benchmark_job(
         stacked, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
     )
     log_summary(metrics, log)
+
+
+def _usable_parts(
+    parts: Sequence[Mapping[str, Any]], index: Mapping[str, Any], excluded: list[tuple[Any, ...]]
+) -> tuple[list[tuple[Mapping[str, Any], Any, pl.DataFrame, dict[str, str]]], int]:
+    """Per part: (part, label, its candidates whose image the index serves, image_id ->
+    file), and the number of items in all parts; the items left out go to ``excluded``."""
+    usable_parts = []
+    total = 0
+    for part in parts:
+        label = part.get("label")
+        candidates = pl.read_parquet(part["candidates"])
+        items = candidates.select("item_id", "image").unique(maintain_order=True)
+        total += items.height
+        usable, problems = lookup_images(items["image"].to_list(), index)
+        has_file = pl.col("image").is_in(sorted(usable)).fill_null(False)
+        for item_id, image in items.filter(~has_file).iter_rows():
+            excluded.append((label, item_id, image, *problems[image]))
+        usable_parts.append((part, label, candidates.filter(has_file), usable))
+    return usable_parts, total
+
+
+def _ranked_sets(
+    tokenizer: Any, scored: pl.DataFrame, candidates: pl.DataFrame, label: Any, log: Log
+) -> pl.DataFrame:
+    """``rank_sets`` of a part's scores with the tokenizer's flags; a set the tokenizer
+    cannot tell apart is wrong however its floats round."""
+    flags = set_flags(*flag_tokens(tokenizer, scored, candidates, label, log))
+    return (
+        rank_sets(scored)
+        .join(
+            flags, on=["model", "benchmark", "item_id", "family"], how="left",
+            maintain_order="left",
+        )
+        .with_columns(correct=pl.col("correct") & ~pl.col("indistinguishable").fill_null(False))
+    )  # fmt: skip
 
 
 def token_ids(
