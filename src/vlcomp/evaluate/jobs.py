@@ -130,11 +130,9 @@ def evaluate_benchmark_job(
     excluded_out: str,
     log: Log = print,
 ) -> None:
-    """Job: score one model on one benchmark of retrieval sets (CREPE sets, imported
-    benchmarks, pairs: a pair is a set of two) and write per-set predictions
-    (``SET_PREDICTIONS_SCHEMA`` with ``PREDICTION_FLAGS_SCHEMA``: sets the model's tokenizer
-    cannot tell apart, and ties), the metric table (``METRIC_SCHEMA``, with the flags counted
-    per cell) and the items left out (``EXCLUDED_SCHEMA``).
+    """Job: score one model on one benchmark of retrieval sets (a pair is a set of two) and
+    write per-set predictions (``SET_PREDICTIONS_SCHEMA`` with ``PREDICTION_FLAGS_SCHEMA``),
+    the metric table (``METRIC_SCHEMA``, flags counted per cell) and the items left out.
 
     ``parts``: the benchmark's candidate sets, each {"candidates": path, "boxes": path or
     None, "splits": path or None, "split_column": str, "label": str or None, "variant": the
@@ -163,21 +161,15 @@ def evaluate_benchmark_job(
         boxes = pl.read_parquet(part["boxes"]) if part.get("boxes") else None
         unreadable: dict[str, str] = {}
         scored = score_candidates(
-            model_key,
-            loaded,
-            candidates,
-            usable,
-            boxes=boxes,
-            batch_size=int(settings["batch_size"]),
-            image_cache=image_cache,
-            text_cache=text_cache,
-            progress=progress_bar,
-            log=log,
-            unreadable=unreadable,
-        )
+            model_key, loaded, candidates, usable, boxes=boxes,
+            batch_size=int(settings["batch_size"]), image_cache=image_cache,
+            text_cache=text_cache, progress=progress_bar, log=log, unreadable=unreadable,
+        )  # fmt: skip
         bad = candidates.filter(pl.col("image").is_in(sorted(unreadable)))
-        for item_id, image in bad.select("item_id", "image").unique().iter_rows():
-            excluded.append((label, item_id, image, UNREADABLE, unreadable[image]))
+        excluded += [
+            (label, item_id, image, UNREADABLE, unreadable[image])
+            for item_id, image in bad.select("item_id", "image").unique().iter_rows()
+        ]
         if scored.height:
             ranked = _ranked_sets(loaded.tokenizer, scored, candidates, label, log)
             splits = pl.read_parquet(part["splits"]) if part.get("splits") else None
@@ -190,20 +182,10 @@ def evaluate_benchmark_job(
     stacked = (pl.concat(predictions) if predictions else pl.DataFrame(schema=schema)).select(
         list(schema)
     )
-    metrics = add_flag_counts(set_metric_table(stacked, eval_settings), stacked)
-    metrics = pl.concat(
-        [metrics, published_macro_rows(stacked, [(p[1], p[2]) for p in usable_parts])]
-    )
     score_kind = scorer_of(loaded).score_kind
-    metrics = with_score_kind(metrics, model_key, score_kind)
-    meta = {
-        **model_metadata(model_key, loaded),
-        "score_kind": score_kind,
-        **eval_settings.metadata(),
-        "parts": ",".join(str(p.get("label")) for p in parts),
-        "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
-        "variants": ",".join(str(p.get("variant", AS_GENERATED)) for p in parts),
-    }
+    metrics = _set_metrics(stacked, usable_parts, eval_settings, model_key, score_kind)
+    meta = {**model_metadata(model_key, loaded), "score_kind": score_kind,
+            **eval_settings.metadata(), **_parts_metadata(parts)}  # fmt: skip
     context = getattr(loaded.tokenizer, "context_length", None)
     if context is not None:
         meta["tokenizer_context_length"] = str(context)
@@ -212,6 +194,29 @@ def evaluate_benchmark_job(
         stacked, metrics, excluded, meta, predictions_out, metrics_out, excluded_out, total, log
     )
     log_summary(metrics, log)
+
+
+def _set_metrics(
+    stacked: pl.DataFrame,
+    usable_parts: Sequence[tuple[Any, Any, pl.DataFrame, Any]],
+    settings: EvalSettings,
+    model_key: str,
+    score_kind: str,
+) -> pl.DataFrame:
+    """The metric table of a benchmark's ranked sets, with the flags counted per cell, the
+    published macro rows (ARO) and the model's score kind."""
+    metrics = add_flag_counts(set_metric_table(stacked, settings), stacked)
+    published = published_macro_rows(stacked, [(p[1], p[2]) for p in usable_parts])
+    return with_score_kind(pl.concat([metrics, published]), model_key, score_kind)
+
+
+def _parts_metadata(parts: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """The parts' labels, split columns and variants, comma-separated, in order."""
+    return {
+        "parts": ",".join(str(p.get("label")) for p in parts),
+        "split_columns": ",".join(str(p.get("split_column", "split")) for p in parts),
+        "variants": ",".join(str(p.get("variant", AS_GENERATED)) for p in parts),
+    }
 
 
 def _usable_parts(
