@@ -7,9 +7,8 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
-import torch
-from PIL import Image
 
+from tests.unit import test_embed_loader
 from vlcomp.evaluate.embed import embed_image_refs, embed_texts
 from vlcomp.evaluate.images import ImageRef, UnreadableImageError
 from vlcomp.evaluate.scoring import scorer_of
@@ -20,8 +19,6 @@ from vlcomp.evaluate.selection import (
     scatter,
     triple_selection,
 )
-from vlcomp.models.catalogue import ModelSpec
-from vlcomp.models.loading import load_model
 
 A, B, C = ImageRef("a.jpg"), ImageRef("b.jpg"), ImageRef("b.jpg", (1, 2, 3, 4))
 
@@ -73,27 +70,16 @@ def test_ragged_rows_are_refused():
         Selection(((A,), (B,)), (("s",),), (("a",), ("b",)))
 
 
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    import open_clip
-
-    torch.manual_seed(0)
-    path = tmp_path_factory.mktemp("model") / "ckpt.pt"
-    torch.save(open_clip.create_model("vlcomp-world-vit").state_dict(), path)
-    return load_model(ModelSpec("w", "vlcomp-world-vit", checkpoint=str(path)), "cpu")
+# fixtures: a random open_clip world ViT, and JPEG photos and crops (refs[4]: not an image)
+checkpoint = test_embed_loader.checkpoint
+world = test_embed_loader.world_model
+refs = test_embed_loader.refs
 
 
 @pytest.fixture(scope="module")
-def photos(tmp_path_factory) -> list[ImageRef]:
-    folder = tmp_path_factory.mktemp("photos")
-    rng = np.random.default_rng(3)
-    refs = []
-    for i in range(3):
-        path = folder / f"{i}.png"
-        Image.fromarray(rng.integers(0, 256, (40, 56, 3), dtype=np.uint8)).save(path)
-        refs.append(ImageRef(str(path), (2, 2, 30, 20) if i == 2 else None))
-    (folder / "bad.jpg").write_bytes(b"not an image")
-    return [*refs, ImageRef(str(folder / "bad.jpg"))]
+def photos(refs) -> list[ImageRef]:
+    """Two photos, a crop, and a file that is not an image."""
+    return [refs[0], refs[3], refs[1], refs[4]]
 
 
 def test_embedding_scores_are_the_embeddings_dot_products_cell_by_cell(world, photos):
