@@ -14,7 +14,13 @@ import torch
 from PIL import Image
 
 from vlcomp.config import ConfigError, validate_config
-from vlcomp.evaluate.embed import cache_folder, embed_image_refs, model_metadata, open_model
+from vlcomp.evaluate.embed import (
+    cache_folder,
+    embed_image_refs,
+    embed_texts,
+    model_metadata,
+    open_model,
+)
 from vlcomp.evaluate.images import EmbeddingCache, ImageRef, UnreadableImageError
 from vlcomp.models.catalogue import ModelSpec, PrecisionError
 from vlcomp.models.loading import load_model
@@ -74,6 +80,25 @@ def test_workers_give_byte_identical_vectors_in_order(world_model, refs):
         alone, _ = embed_image_refs(world_model, [refs[k]], batch_size=4, workers=2)
         assert np.allclose(alone[0], v0[k], atol=1e-6)
     assert np.array_equal(v0[1], v0[-1])
+
+
+def test_a_vector_does_not_depend_on_its_batch_or_the_cache(world_model, refs, tmp_path):
+    """Each item's vector is the same bytes whichever items share its batch and whichever
+    a shared cache already held (so a job's vectors do not depend on the jobs before it)."""
+    good = [ref for ref in refs if "bad" not in ref.path and "absent" not in ref.path][:9]
+    texts = [f"{n} red circles left of a blue square {'and more ' * n}" for n in range(13)]
+    alone = {k: embed_image_refs(world_model, [good[k]], 16, workers=0)[0][0] for k in (0, 4)}
+    text_alone = {k: embed_texts(world_model, [texts[k]], 16)[0][0] for k in (0, 5, 12)}
+    for batch_size in (3, 5, 16):
+        vectors, _ = embed_image_refs(world_model, good, batch_size, workers=0)
+        assert all(vectors[k].tobytes() == alone[k].tobytes() for k in alone), batch_size
+        vectors, _ = embed_texts(world_model, texts, batch_size)
+        assert all(vectors[k].tobytes() == text_alone[k].tobytes() for k in text_alone)
+    cache = EmbeddingCache(tmp_path, "text")
+    embed_texts(world_model, texts[1:12:2], 16, cache)  # another job filled part of it
+    vectors, computed = embed_texts(world_model, texts, 16, cache)
+    assert computed == 7
+    assert all(vectors[k].tobytes() == text_alone[k].tobytes() for k in text_alone)
 
 
 def test_unreadable_images_are_recorded_not_fatal(world_model, refs):
