@@ -152,6 +152,9 @@ rule pairs_negatives:
         "logs/negatives/{benchmark}.log",
     wildcard_constraints:
         benchmark=names_re([b for b in benchmarks_of("pairs") if b not in LLM_PAIRS]),
+    # On the longest chain after training (eval set -> pairs -> MiniLM -> debiasing):
+    # started as soon as it can, it runs beside the other jobs instead of alone at the end.
+    priority: 5
     conda:
         "../envs/vlcomp.yaml"
     params:

@@ -7,6 +7,9 @@ rule minilm_queries:
         "logs/refine/minilm_queries_{benchmark}.log",
     wildcard_constraints:
         benchmark=names_re(TEXT_BENCHMARKS),
+    # On the longest chain after training (eval set -> pairs -> MiniLM -> debiasing):
+    # started as soon as it can, it runs beside the other jobs instead of alone at the end.
+    priority: 5
     conda:
         "../envs/vlcomp.yaml"
     message:

@@ -14,6 +14,9 @@ rule eval_items:
             for n, e in EVAL_SETS.items()
             if e["format"] in ("visual_genome", "coco_captions")
         ),
+    # On the longest chain after training (eval set -> pairs -> MiniLM -> debiasing):
+    # started as soon as it can, it runs beside the other jobs instead of alone at the end.
+    priority: 5
     conda:
         "../envs/vlcomp.yaml"
     params:

@@ -12,6 +12,9 @@ rule world_eval:
         twins="results/world/eval/twins.parquet",
     log:
         "logs/world/eval.log",
+    # On the longest chain after training (eval set -> pairs -> MiniLM -> debiasing):
+    # started as soon as it can, it runs beside the other jobs instead of alone at the end.
+    priority: 5
     conda:
         "../envs/vlcomp.yaml"
     params:
@@ -64,6 +67,9 @@ rule world_predicates:
         "results/world/predicates.json",
     log:
         "logs/world/predicates.log",
+    # On the longest chain after training (eval set -> pairs -> MiniLM -> debiasing):
+    # started as soon as it can, it runs beside the other jobs instead of alone at the end.
+    priority: 5
     conda:
         "../envs/vlcomp.yaml"
     message:
