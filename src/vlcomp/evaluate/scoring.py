@@ -48,7 +48,7 @@ from vlcomp.evaluate.metrics import (
 )
 from vlcomp.evaluate.metrics import retrieval_ranks as embedding_retrieval_ranks
 from vlcomp.evaluate.retrieval_sets import SCORES_SCHEMA, item_boxes
-from vlcomp.evaluate.selection import Selection, candidate_selection, scatter
+from vlcomp.evaluate.selection import Selection, candidate_selection, row_dots, scatter
 from vlcomp.models.joint import PairScorer
 from vlcomp.models.parts import LoadedModel
 
@@ -303,8 +303,8 @@ class EmbeddingScorer(Scorer):
         text_row = {text: k for k, text in enumerate(texts)}
         image_rows = [ref_row[selection.refs[n][i]] for n, _, i in cells]
         text_rows = [text_row[selection.texts[n][c]] for n, c, _ in cells]
-        values = np.einsum("ij,ij->i", text_vectors[text_rows], image_vectors[image_rows])
-        return scatter(selection.shape, cells, values.astype(np.float64))
+        values = row_dots(text_vectors[text_rows], image_vectors[image_rows])
+        return scatter(selection.shape, cells, values)
 
     def retrieval_ranks(
         self, model, benchmark, items, images, batch_size, image_cache, text_cache, progress,

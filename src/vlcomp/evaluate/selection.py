@@ -94,6 +94,12 @@ def scatter(shape: tuple[int, int, int], cells: Sequence[tuple[int, int, int]],
     return out
 
 
+def row_dots(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise dot products (cosines of normalised vectors), computed in the vectors' own
+    precision and returned as float64."""
+    return np.einsum("nd,nd->n", a, b).astype(np.float64)
+
+
 def candidate_selection(
     candidates: pl.DataFrame, ref_of_item: Mapping[str, ImageRef]
 ) -> tuple[Selection, list[tuple[int, int]]]:

@@ -52,7 +52,7 @@ from vlcomp.evaluate.metrics import (
     split_order,
 )
 from vlcomp.evaluate.scoring import scorer_of
-from vlcomp.evaluate.selection import image_pair_selection, triple_selection
+from vlcomp.evaluate.selection import image_pair_selection, row_dots, triple_selection
 from vlcomp.models.parts import LoadedModel
 from vlcomp.vocabulary import ALL, CHANCE, UNLABELLED, negative_type
 
@@ -431,13 +431,8 @@ def score_sugarcrepe_pp(
     texts = [*triples["p1"].to_list(), *triples["p2"].to_list(), *triples["n"].to_list()]
     vectors, _ = scorer.text_vectors(texts, batch_size, text_cache, progress("texts"))
     p1, p2, negative = vectors[:n], vectors[n : 2 * n], vectors[2 * n :]
-    text_sims = np.stack([_dot(p1, p2), _dot(p1, negative), _dot(p2, negative)], axis=1)
+    text_sims = np.stack([row_dots(p1, p2), row_dots(p1, negative), row_dots(p2, negative)], axis=1)
     return image_sims, text_sims, selection.unreadable(failed)
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products (cosine similarities of normalised vectors), float64."""
-    return np.einsum("nd,nd->n", a, b).astype(np.float64)
 
 
 # --------------------------------------------------------------------------- metrics
