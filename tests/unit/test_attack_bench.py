@@ -5,10 +5,10 @@ import json
 
 import polars as pl
 
+from vlcomp.blind.attacks import LENGTH, TEXT_ATTACKS, attack_pairs
+from vlcomp.blind.jobs import AttackSettings
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.io import write_json
-from vlcomp.refine.attacks import LENGTH, TEXT_ATTACKS, attack_pairs
-from vlcomp.refine.jobs import AttackSettings
 from vlcomp_dev.bench.attacks import PANEL, benchmark_attacks, size_numbers, synthetic_candidates
 from vlcomp_dev.bench.report import write_report
 

@@ -7,8 +7,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from vlcomp.contracts import CANDIDATES_SCHEMA, SCORES_SCHEMA, text_key
-from vlcomp.refine.attacks import (
+from vlcomp.blind.attacks import (
     ATTACKS,
     BALANCED_BY_DESIGN,
     CHANGED_WORDS,
@@ -29,6 +28,7 @@ from vlcomp.refine.attacks import (
     fit_word_prior,
     score_fitter,
 )
+from vlcomp.contracts import CANDIDATES_SCHEMA, SCORES_SCHEMA, text_key
 from vlcomp.text import words
 
 COLOURS = ["blue", "green", "yellow", "black", "white", "pink", "brown", "grey"]
@@ -343,7 +343,7 @@ def test_tokenisation_is_the_text_layer():
 def _certify(tmp_path, parts, debiased=None, resamples=100):
     """Run the certificate job on ``parts`` (part -> candidates file) and, with ``debiased``,
     their debiased variants; returns the output paths (table, predictions, png, pdf)."""
-    from vlcomp.refine.jobs import AttackSettings, attacks_stage
+    from vlcomp.blind.jobs import AttackSettings, attacks_stage
 
     files = (("table", "parquet"), ("predictions", "parquet"), ("png", "png"), ("pdf", "pdf"))
     out = {k: tmp_path / f"{k}.{ext}" for k, ext in files}
@@ -357,8 +357,8 @@ def _certify(tmp_path, parts, debiased=None, resamples=100):
 
 
 def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
+    from vlcomp.blind.jobs import ATTACK_CERTIFICATE_SCHEMA
     from vlcomp.certificate import best_attack_table
-    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
     from vlcomp.report.attacks import HACKABLE, attacks_markdown
 
     candidates = tmp_path / "candidates.parquet"
@@ -399,7 +399,7 @@ def _length_pairs(n: int, leaking: float) -> pl.DataFrame:
 
 
 def test_debias_job_and_the_debiased_certificate(tmp_path):
-    from vlcomp.refine.jobs import AttackSettings, debias_stage
+    from vlcomp.blind.jobs import AttackSettings, debias_stage
 
     candidates = tmp_path / "candidates.parquet"
     _length_pairs(300, 0.7).write_parquet(candidates)
@@ -432,8 +432,8 @@ def test_a_part_is_debiased_with_the_certificates_folds(tmp_path):
     """A CREPE set per corpus: each part's table is debiased reading its items as the
     certificate does (``<part>/<item_id>``), so the certificate's verdict on the debiased
     variant is the debiasing's own."""
-    from vlcomp.refine.attacks import TEXT_ATTACKS
-    from vlcomp.refine.jobs import AttackSettings, attacks_stage, debias_stage
+    from vlcomp.blind.attacks import TEXT_ATTACKS
+    from vlcomp.blind.jobs import AttackSettings, attacks_stage, debias_stage
 
     settings = AttackSettings(bootstrap_resamples=100)
     candidates = tmp_path / "candidates.parquet"
@@ -469,7 +469,7 @@ def test_a_part_is_debiased_with_the_certificates_folds(tmp_path):
 
 
 def test_bootstrap_interval_packed_sums_equal_float_sums():
-    from vlcomp.refine.attacks import bootstrap_interval
+    from vlcomp.blind.attacks import bootstrap_interval
 
     rng = np.random.default_rng(3)
     counts = rng.integers(1, 7, size=500).astype(np.int64)
@@ -485,8 +485,8 @@ def test_bootstrap_interval_packed_sums_equal_float_sums():
 
 
 def test_certificate_writes_every_variants_decisions_with_their_pairs(tmp_path):
+    from vlcomp.blind.attacks import DECISIONS_SCHEMA
     from vlcomp.contracts import text_key
-    from vlcomp.refine.attacks import DECISIONS_SCHEMA
 
     table = _length_pairs(40, 1.0)
     candidates, debiased = tmp_path / "candidates.parquet", tmp_path / "debiased.parquet"
@@ -507,7 +507,7 @@ def test_certificate_writes_every_variants_decisions_with_their_pairs(tmp_path):
 
 
 def test_what_the_summary_reads_of_decisions_is_what_the_certificate_writes():
+    from vlcomp.blind.attacks import DECISIONS_SCHEMA
     from vlcomp.certificate import DECISION_COLUMNS
-    from vlcomp.refine.attacks import DECISIONS_SCHEMA
 
     assert {c: DECISIONS_SCHEMA[c] for c in DECISION_COLUMNS} == DECISION_COLUMNS

@@ -677,8 +677,8 @@ def test_sugarcrepe_swap_types_against_factual(tmp_path):
 
 def test_the_audit_carries_the_certificate(tmp_path):
     from vlcomp.audit.report import certificate_blocks
+    from vlcomp.blind.jobs import ATTACK_CERTIFICATE_SCHEMA
     from vlcomp.certificate import best_attack_table
-    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
 
     rows = [
         (

@@ -124,7 +124,7 @@ def _debiased(path: Path) -> Path:
 
 def _certificate(path: Path, rows: list[tuple]) -> Path:
     """rows: (benchmark, part, variant, type, attack, accuracy, ci_low, ci_high)."""
-    from vlcomp.refine.jobs import ATTACK_CERTIFICATE_SCHEMA
+    from vlcomp.blind.jobs import ATTACK_CERTIFICATE_SCHEMA
 
     full = [
         {"benchmark": b, "part": p, "variant": v, "type": t, "attack": a, "accuracy": acc,

@@ -408,6 +408,7 @@ def _at(config: dict[str, Any], path: str) -> Any:
 def _built_settings(config: dict[str, Any]) -> list[Any]:
     """Every settings object the stages build from a validated config, built by the
     stages' own constructors (they refuse a value of the wrong type, naming its key)."""
+    from vlcomp.blind.jobs import AttackSettings
     from vlcomp.evaluate.metrics import EvalSettings
     from vlcomp.ingest.job import IngestOptions
     from vlcomp.ingest.rules import CaptionRules
@@ -416,7 +417,6 @@ def _built_settings(config: dict[str, Any]) -> list[Any]:
     from vlcomp.models.catalogue import ModelSpec
     from vlcomp.negatives.productivity import ProductivitySettings
     from vlcomp.negatives.systematicity import resolve_settings
-    from vlcomp.refine.jobs import AttackSettings
     from vlcomp.settings import settings_from
     from vlcomp.train.settings import TrainSettings
     from vlcomp.world.checks.grammar import WorldVocab

@@ -5,9 +5,8 @@ import random
 import polars as pl
 from polars.testing import assert_frame_equal
 
-from vlcomp.contracts import CANDIDATES_SCHEMA
-from vlcomp.refine.attacks import CHANGED_WORDS, CONTEXT, LENGTH, WORD_PRIOR, attack_pairs
-from vlcomp.refine.debias import (
+from vlcomp.blind.attacks import CHANGED_WORDS, CONTEXT, LENGTH, WORD_PRIOR, attack_pairs
+from vlcomp.blind.debias import (
     BALANCE_CHANGES,
     BALANCE_LENGTHS,
     DROPPED_SCHEMA,
@@ -16,6 +15,7 @@ from vlcomp.refine.debias import (
     balance_lengths,
     debias,
 )
+from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.vocabulary import AT_CHANCE, TOO_FEW
 
 COLOURS = ["blue", "green", "yellow", "black", "white", "pink", "brown", "grey"]
@@ -264,7 +264,7 @@ def test_balancing_steps_alone():
 
 
 def test_the_panel_holds_the_corpus_attacks_and_they_end_at_chance():
-    from vlcomp.refine.debias import Panel
+    from vlcomp.blind.debias import Panel
 
     table = pl.concat(
         [candidates(converse_items(150)), candidates(relation_items(450, seed=1), start=150)]

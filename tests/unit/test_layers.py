@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     # 2 data
     ("ingest", "parse", "counts", "importers", "scorers", "llm"),
     # 3 benchmark building
-    ("splits", "negatives", "refine"),
+    ("splits", "negatives", "refine", "blind"),
     # 4 models
     ("models", "train"),
     # 5 evaluation

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import polars as pl
 
+from vlcomp.blind import attacks
 from vlcomp.importers.registry import FORMATS
-from vlcomp.refine import attacks
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 TEXT_ATTACKS = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]

@@ -519,7 +519,7 @@ def attack_generators(benchmark):
     }
 
 
-# Generated benchmarks get a debiased variant (refine.debias): per candidate table, the
+# Generated benchmarks get a debiased variant (blind.debias): per candidate table, the
 # table with "debiased/" before its name.
 DEBIASED_BENCHMARKS = benchmarks_of(
     "pairs", "crepe_systematicity", "crepe_productivity"

@@ -2,8 +2,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.blind.jobs import AttackSettings, attacks_stage
 from vlcomp.joblog import job_log
-from vlcomp.refine.jobs import AttackSettings, attacks_stage
 from vlcomp.settings import settings_from
 
 params, output = snakemake.params, snakemake.output

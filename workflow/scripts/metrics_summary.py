@@ -2,8 +2,8 @@ import sys
 
 sys.path.insert(0, f"{snakemake.scriptdir}/../../src")  # vlcomp, also in conda envs
 
+from vlcomp.blind.jobs import AttackSettings
 from vlcomp.joblog import job_log
-from vlcomp.refine.jobs import AttackSettings
 from vlcomp.report.figures_crepe import metrics_markdown
 from vlcomp.settings import settings_from
 

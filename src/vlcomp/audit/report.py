@@ -595,7 +595,7 @@ def certificate_blocks(best: pl.DataFrame) -> list[Block]:
     return [
         (
             "p",
-            "The most accurate of the panel of text-only attacks (`vlcomp.refine.attacks`: "
+            "The most accurate of the panel of text-only attacks (`vlcomp.blind.attacks`: "
             "length, changed-word prior, logistic regressions on the changed words and their "
             "bigrams, the training corpora's text scorers, a model trained on the generator's "
             "own training negatives), cross-fitted over folds of the items, bootstrap 95 % "

@@ -1,4 +1,4 @@
-"""Cost of the certificate's blind-attack panel (``vlcomp.refine.attacks``), per attack and
+"""Cost of the certificate's blind-attack panel (``vlcomp.blind.attacks``), per attack and
 as a whole, against the cheapest attack (``length``) measured in the same run.
 
     python -m vlcomp_dev.bench.attacks [--sizes 2000 8000 20000] [--out attacks.json]
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from vlcomp.blind import attacks
+from vlcomp.blind.jobs import AttackSettings
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.io import write_json
-from vlcomp.refine import attacks
-from vlcomp.refine.jobs import AttackSettings
 from vlcomp_dev.bench.report import machine
 
 SIZES = (2_000, 8_000, 20_000)  # pairs (= items: one negative each)

@@ -265,7 +265,7 @@ def attacks_section(result: Mapping[str, Any]) -> list[str]:
     return [
         "## Blind-attack panel",
         "",
-        f"`refine.attacks.attack_panel` on a seeded synthetic 1+1 table "
+        f"`blind.attacks.attack_panel` on a seeded synthetic 1+1 table "
         f"({', '.join(result['families'])}), {result['folds']} folds, "
         f"{result['bootstrap_resamples']} bootstrap resamples, seed {result['seed']}; each "
         f"run from empty text caches, median of {result['repeats']}"

@@ -1,6 +1,6 @@
 """Debiasing: drop the pairs through which a benchmark's texts give its answer away.
 
-The blind-attack panel (``refine.attacks``) finds a benchmark hackable when a text-only
+The blind-attack panel (``blind.attacks``) finds a benchmark hackable when a text-only
 attack beats chance. This module removes what the panel finds while keeping as many items
 as it can, in three steps per negative type (``part`` x ``type``, as the panel reports):
 
@@ -53,8 +53,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import polars as pl
 
-from vlcomp.importers.registry import CANDIDATES
-from vlcomp.refine.attacks import (
+from vlcomp.blind.attacks import (
     CHANGED_WORDS,
     LENGTH,
     RESULTS_SCHEMA,
@@ -70,6 +69,7 @@ from vlcomp.refine.attacks import (
     score_predictions,
     stable_int,
 )
+from vlcomp.importers.registry import CANDIDATES
 from vlcomp.refine.candidates import ITEM_KEY
 from vlcomp.refine.words import changed_words
 from vlcomp.text import words
