@@ -1,6 +1,9 @@
 """A blind-attack certificate read (``results/blind/<benchmark>/attacks.parquet``, written by
-``vlcomp.refine.jobs.attacks_stage``): per (benchmark, part, variant, type) the best attack and
-the verdict of the certificate's rule (``vocabulary.above_chance`` / ``below_chance``); its
+``vlcomp.blind.jobs.attacks_stage``): per (benchmark, part, variant, type) the best attack of
+the certification panel and the verdict of the certificate's rule, which reads that panel
+only (``vocabulary.above_chance`` / ``below_chance``), with the debiasing panel's best beside
+it (the attacks the debiasing filtered against: at chance on a debiased variant by
+construction, so they certify nothing); its
 per-pair decisions (``attack_predictions.parquet``), a pair's credit under its tie rule and
 its interval (items resampled). In the ground, so that the summary and the audit read
 certificates the same way."""
@@ -47,41 +50,61 @@ def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
     )
 
 
+BEST_SCHEMA: dict[str, pl.DataType] = {
+    "benchmark": pl.String, "part": pl.String, "variant": pl.String, "type": pl.String,
+    "attack": pl.String, "accuracy": pl.Float64, "ci_low": pl.Float64,
+    "ci_high": pl.Float64, "chance": pl.Float64, "n": pl.Int64, "items": pl.Int64,
+    "status": pl.String, "note": pl.String,
+    "debias_attack": pl.String, "debias_accuracy": pl.Float64, "debias_ci_low": pl.Float64,
+    "debias_ci_high": pl.Float64,
+}  # fmt: skip
+CERTIFY, DEBIAS = "certify", "debias"  # a certificate's panels (``panel``)
+
+
+def _best_row(cell: pl.DataFrame) -> dict:
+    decided = cell.filter(pl.col("accuracy").is_not_null()).sort(
+        "accuracy", descending=True, maintain_order=True
+    )
+    return decided.row(0, named=True) if decided.height else cell.row(0, named=True)
+
+
 def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
-    """Per (benchmark, part, variant, type): the best attack, its accuracy and interval,
-    its margin over chance, n, and the verdict (``certificate_status``)."""
+    """Per (benchmark, part, variant, type) (``BEST_SCHEMA``): the certification panel's
+    best attack, its accuracy and interval, n, the items, the verdict
+    (``certificate_status`` over that panel's attacks) and the debiasing panel's best."""
     rows = []
     for path in certificates:
         table = pl.read_parquet(path)
+        if "panel" not in table.columns:
+            raise ValueError(
+                f"{path}: no 'panel' column: written before certificates had a "
+                "certification panel apart from the debiasing one; rerun rule blind_attacks"
+            )
         for key, cell in table.group_by(
             "benchmark", "part", "variant", "type", maintain_order=True
         ):
-            decided = cell.filter(pl.col("accuracy").is_not_null()).sort(
-                "accuracy", descending=True, maintain_order=True
-            )
-            best = decided.row(0, named=True) if decided.height else cell.row(0, named=True)
+            certify = cell.filter(pl.col("panel") == CERTIFY)
+            debias = cell.filter(pl.col("panel") == DEBIAS)
+            best = _best_row(certify if certify.height else cell)
+            other = _best_row(debias) if debias.height else {}
             rows.append(
                 dict(zip(("benchmark", "part", "variant", "type"), key, strict=True))
                 | {c: best[c] for c in ("attack", "accuracy", "ci_low", "ci_high", "chance")}
                 | {
                     "n": int(cell["n"].max()),
-                    "status": certificate_status(cell),
+                    "items": int(cell["items"].max()) if "items" in cell.columns else None,
+                    "status": certificate_status(certify if certify.height else cell),
                     "note": best["note"],
                 }
+                | {f"debias_{c}": other.get(c) for c in ("attack", "accuracy", "ci_low", "ci_high")}
             )
-    schema = {
-        "benchmark": pl.String, "part": pl.String, "variant": pl.String, "type": pl.String,
-        "attack": pl.String, "accuracy": pl.Float64, "ci_low": pl.Float64,
-        "ci_high": pl.Float64, "chance": pl.Float64, "n": pl.Int64, "status": pl.String,
-        "note": pl.String,
-    }  # fmt: skip
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    return pl.DataFrame(rows, schema=BEST_SCHEMA, orient="row")
 
 
 # What the summary reads of a certificate's decisions (``attack_predictions.parquet``):
 # every variant's, each pair with its part, type and the text keys of its two texts.
 DECISION_COLUMNS: dict[str, pl.DataType] = {
-    "benchmark": pl.String, "part": pl.String, "variant": pl.String, "item_id": pl.String,
+    "benchmark": pl.String, "panel": pl.String, "part": pl.String, "variant": pl.String, "item_id": pl.String,
     "type": pl.String, "positive_key": pl.String, "negative_key": pl.String,
     "attack": pl.String, "d": pl.Float64,
 }  # fmt: skip

@@ -459,7 +459,7 @@ def trained_scorers(textset):
 
 def minilm_queries(benchmark):
     """The benchmark's texts embedded once by MiniLM, when MiniLM scores them."""
-    if "minilm" not in config["scorers"]["use"]:
+    if "minilm" not in config["scorers"]["use"] or benchmark not in TEXT_BENCHMARKS:
         return []
     return [f"results/queries/{benchmark}/minilm.parquet"]
 
@@ -546,6 +546,7 @@ DEBIASED_TABLES = [
 def attack_inputs(wildcards):
     generators = attack_generators(wildcards.benchmark)
     return {
+        "embeddings": minilm_queries(wildcards.benchmark),
         "parts": list(attack_parts(wildcards.benchmark).values()),
         "debiased": list(debiased_parts(wildcards.benchmark).values()),
         "scores": list(attack_scores(wildcards.benchmark).values()),
@@ -583,7 +584,13 @@ def debias_inputs(wildcards):
 
 
 def attack_settings():
-    """What the blind attacks read of config `attacks`: every key."""
+    """What the certificate reads of config `attacks`: every key."""
+    return config_keys(("attacks",), ("folds", "seed", "bootstrap_resamples", "certify"))
+
+
+def debias_settings():
+    """What the debiasing reads of config `attacks`: not the certification panel's keys,
+    which never decide what is kept."""
     return config_keys(("attacks",), ("folds", "seed", "bootstrap_resamples"))
 
 

@@ -78,7 +78,7 @@ rule debias_candidates:
         scores=lambda wc: attack_scores(folder_benchmark(wc.table)),
         generators=lambda wc: attack_generators(folder_benchmark(wc.table)),
         part=lambda wc: debias_part(wc.table),
-        settings=attack_settings(),
+        settings=debias_settings(),
     message:
         "Debiasing {wildcards.table}: dropping what the blind attacks predict"
     script:

@@ -14,6 +14,7 @@ with job_log(snakemake.log[0]) as log:
         debiased=params.debiased,
         scores=params.scores,
         generators=params.generators,
+        embeddings=snakemake.input.embeddings,
         table_out=output.table,
         predictions_out=output.predictions,
         figure_png=output.png,

@@ -105,6 +105,7 @@ PREDICTIONS_SCHEMA: dict[str, pl.DataType] = {
 # model's predictions of the same pairs (``pos_text_key``, ``neg_text_key``) join them.
 DECISIONS_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,
+    "panel": pl.String,  # debias (this module's attacks) or certify (blind.certify's)
     "part": pl.String,
     "variant": pl.String,  # the certificate's variant (as_generated, imported:<source>, debiased)
     "item_id": pl.String,  # <part>/<item_id> when the certificate has several parts
@@ -124,6 +125,7 @@ RESULTS_SCHEMA: dict[str, pl.DataType] = {
     "ci_low": pl.Float64,  # bootstrap 95 % percentile interval, items resampled
     "ci_high": pl.Float64,
     "n": pl.Int64,  # pairs (sets, for a set balanced by design)
+    "items": pl.Int64,  # items holding those pairs
     "answered": pl.Int64,  # pairs with d != 0
     "note": pl.String,
 }
@@ -507,7 +509,9 @@ def generator_predictions(
     )
 
 
-def pair_decisions(pairs: pl.DataFrame, predictions: pl.DataFrame, variant: str) -> pl.DataFrame:
+def pair_decisions(
+    pairs: pl.DataFrame, predictions: pl.DataFrame, variant: str, panel: str
+) -> pl.DataFrame:
     """The predictions as the certificate writes them (``DECISIONS_SCHEMA``)."""
     keys = pairs.select("benchmark", "pair_id", "part", "type").with_columns(
         positive_key=pl.Series([text_key(t) for t in pairs["positive"]], dtype=pl.String),
@@ -515,7 +519,9 @@ def pair_decisions(pairs: pl.DataFrame, predictions: pl.DataFrame, variant: str)
     )
     return (
         predictions.join(keys, on=["benchmark", "pair_id"], how="left")
-        .with_columns(variant=pl.lit(variant, dtype=pl.String))
+        .with_columns(
+            variant=pl.lit(variant, dtype=pl.String), panel=pl.lit(panel, dtype=pl.String)
+        )
         .select(list(DECISIONS_SCHEMA))
     )
 
@@ -524,19 +530,29 @@ def pair_decisions(pairs: pl.DataFrame, predictions: pl.DataFrame, variant: str)
 
 
 def attack_accuracy(
-    pairs: pl.DataFrame, predictions: pl.DataFrame, resamples: int = 1000, seed: int = 0
+    pairs: pl.DataFrame,
+    predictions: pl.DataFrame,
+    resamples: int = 1000,
+    seed: int = 0,
+    unit: str | None = None,
 ) -> pl.DataFrame:
     """Accuracy of each attack per (part, type) and per part over all types (type "all"),
-    with a bootstrap interval over items (``RESULTS_SCHEMA``). The items drawn depend only
-    on (seed, part, type), so all attacks of a cell are resampled alike."""
-    scored = predictions.join(
-        pairs.select("benchmark", "pair_id", "part", "type"), on=["benchmark", "pair_id"]
-    ).with_columns(credit=credit(pl.col("d")), answered=pl.col("d") != 0)
+    with a bootstrap interval over items (``RESULTS_SCHEMA``), or over the groups of items
+    that ``pairs``' column ``unit`` names (items that share a text are not independent).
+    The units drawn depend only on (seed, part, type), so all attacks of a cell are
+    resampled alike."""
+    keys = ["benchmark", "pair_id", "part", "type", *([unit] if unit else [])]
+    scored = predictions.join(pairs.select(keys), on=["benchmark", "pair_id"]).with_columns(
+        credit=credit(pl.col("d")),
+        answered=pl.col("d") != 0,
+        _unit=pl.col(unit) if unit else pl.concat_str(ITEM_KEY, separator="\x1f"),
+    )
     per_item = scored.group_by("part", "type", "attack", *ITEM_KEY).agg(
         credit=pl.col("credit").sum(),
         n=pl.len(),
         answered=pl.col("answered").sum(),
         note=pl.col("note").drop_nulls().unique(),
+        _unit=pl.col("_unit").first(),
     )
     # an item with negatives of several types is one item of the "all" cell
     over_types = (
@@ -546,6 +562,7 @@ def attack_accuracy(
             n=pl.col("n").sum(),
             answered=pl.col("answered").sum(),
             note=pl.col("note").list.explode(keep_nulls=False, empty_as_null=False).unique().sort(),
+            _unit=pl.col("_unit").first(),
         )
         .with_columns(type=pl.lit(ALL, dtype=pl.String))
     )
@@ -554,13 +571,15 @@ def attack_accuracy(
     for (part, kind, attack), cell in cells.sort("part", "type", "attack", *ITEM_KEY).group_by(
         ["part", "type", "attack"], maintain_order=True
     ):
-        credits, counts = cell["credit"].to_numpy(), cell["n"].to_numpy()
+        units = cell.group_by("_unit").agg(pl.col("credit").sum(), pl.col("n").sum()).sort("_unit")
+        credits, counts = units["credit"].to_numpy(), units["n"].to_numpy()
         rng = np.random.default_rng([seed, stable_int(part, kind) % 2**32])
         low, high = bootstrap_interval(credits, counts, resamples, rng)
         notes = cell["note"].explode().drop_nulls().unique().sort().to_list()
         rows.append(
             (part, kind, attack, credits.sum() / counts.sum(), low, high)
-            + (int(counts.sum()), int(cell["answered"].sum()), "; ".join(notes) or None)
+            + (int(counts.sum()), cell.height, int(cell["answered"].sum()))
+            + ("; ".join(notes) or None,)
         )
     table = pl.DataFrame(rows, schema=RESULTS_SCHEMA, orient="row")
     return _ordered(table, predictions["attack"].unique(maintain_order=True).to_list())
@@ -591,6 +610,7 @@ def balanced_by_design(
         "attack",
         *(pl.lit(None, dtype=pl.Float64).alias(c) for c in ("accuracy", "ci_low", "ci_high")),
         pl.col("len").cast(pl.Int64).alias("n"),
+        pl.col("len").cast(pl.Int64).alias("items"),
         pl.lit(0, dtype=pl.Int64).alias("answered"),
         pl.lit(BALANCED_BY_DESIGN[shape], dtype=pl.String).alias("note"),
     )

@@ -11,6 +11,8 @@ import polars as pl
 
 from vlcomp.blind import attacks
 from vlcomp.blind import debias as debiasing
+from vlcomp.blind.certify import CERTIFY, DEBIAS, SALT, CertifySettings, certification_predictions
+from vlcomp.blind.families import Resources
 from vlcomp.blind.figures import plot_attacks
 from vlcomp.contracts import NOTE_KEY
 from vlcomp.io import write_parquet
@@ -21,20 +23,34 @@ Log = Callable[[str], None]
 
 @dataclass(frozen=True)
 class AttackSettings:
-    """Config ``attacks``: the panel's folds, seed and bootstrap resamples."""
+    """Config ``attacks``: the debiasing panel's folds, the seed, the bootstrap resamples and
+    the certification panel's settings (``certify``)."""
 
     folds: int = 5
     seed: int = 0
     bootstrap_resamples: int = 1000
+    certify: CertifySettings = CertifySettings()
 
     def metadata(self, **extra: str) -> dict[str, str]:
+        """What the debiasing panel ran with (the debiased variant's metadata)."""
         return {"tie_policy": attacks.TIE_POLICY, "folds": str(self.folds),
                 "seed": str(self.seed), "bootstrap_resamples": str(self.bootstrap_resamples),
                 **extra}  # fmt: skip
 
+    def certificate_metadata(self, **extra: str) -> dict[str, str]:
+        """``metadata`` and what the certification panel ran with (the certificate's)."""
+        c = self.certify
+        return self.metadata(
+            certify_folds=str(c.folds), certify_families=",".join(c.families or ("all",)),
+            certify_generator_pairs=str(c.generator_pairs if c.generator_attacks else 0),
+            certify_encoder_pairs=str(c.encoder_pairs or "all"),
+            certify_lm_captions=str(c.lm_captions), **extra,
+        )  # fmt: skip
+
 
 ATTACK_CERTIFICATE_SCHEMA: dict[str, pl.DataType] = {
     "benchmark": pl.String,
+    "panel": pl.String,  # debias or certify (blind.certify): only certify gives the verdict
     "part": pl.String,  # a corpus's CREPE set, or the benchmark
     "variant": pl.String,  # as_generated, or the importer's name (imported:<source>)
     **{c: t for c, t in attacks.RESULTS_SCHEMA.items() if c != "part"},
@@ -60,6 +76,18 @@ def _generator_pairs(negatives: str | Path, captions: Sequence[str | Path]) -> p
     )
 
 
+def _captions(shards: Sequence[str | Path], limit: int, seed: int) -> list[str]:
+    """At most ``limit`` captions of a corpus's shards, a sample by a salted hash of their
+    text (all when there are fewer)."""
+    texts = pl.concat([pl.read_parquet(p, columns=["text"]) for p in shards])["text"]
+    texts = texts.drop_nulls()
+    if texts.len() <= limit:
+        return texts.to_list()
+    order = [attacks.stable_int(SALT, "captions", seed, t) for t in texts]
+    ranked = pl.DataFrame({"text": texts, "o": pl.Series(order, dtype=pl.UInt64)})
+    return ranked.sort("o", "text").head(limit)["text"].to_list()
+
+
 def _corpus_inputs(
     scores: Mapping[str, str | Path],
     generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
@@ -82,6 +110,7 @@ def attacks_stage(
     debiased: Mapping[str, str | Path] | None = None,
     scores: Mapping[str, str | Path],
     generators: Mapping[str, tuple[str | Path, Sequence[str | Path]]],
+    embeddings: Sequence[str | Path] = (),
     table_out: str | Path,
     predictions_out: str | Path,
     figure_png: str | Path,
@@ -89,25 +118,38 @@ def attacks_stage(
     settings: AttackSettings = AttackSettings(),
     log: Log = print,
 ) -> None:
-    """The blind-attack certificate of one benchmark (``ATTACK_CERTIFICATE_SCHEMA``): every
-    attack of ``blind.attacks`` on every part (``parts``: label -> candidates, or two-image
-    sets for a ``shape`` balanced by design; with several parts an item id is prefixed
-    with its part), cross-fitted over ``folds``; one
-    ``score:<scorer>@<corpus>`` attack per scorer of each corpus's score table (``scores``)
-    and one ``generator@<corpus>`` per corpus whose generated training negatives are given
-    (``generators``: corpus -> (negatives, caption shards)). Writes the per-pair decisions
-    (``attacks.DECISIONS_SCHEMA``) and a figure with one bar per attack. ``debiased`` (label
-    -> debiased candidates) adds the same panel on the debiased variant (``variant``
-    "debiased"), its decisions too."""
+    """The blind-attack certificate of one benchmark (``ATTACK_CERTIFICATE_SCHEMA``), two
+    panels on every part (``parts``: label -> candidates, or two-image sets for a ``shape``
+    balanced by design; with several parts an item id is prefixed with its part):
+
+    - ``debias``: every attack of ``blind.attacks``, cross-fitted over ``folds``, one
+      ``score:<scorer>@<corpus>`` attack per scorer of each corpus's score table (``scores``)
+      and one ``generator@<corpus>`` per corpus whose generated training negatives are given
+      (``generators``: corpus -> (negatives, caption shards)): what the debiasing filters on;
+    - ``certify``: the certification panel (``blind.certify``), refitted with its own grouped
+      folds; its language models read the corpora's captions, its sentence encoder the
+      MiniLM embeddings in ``embeddings`` (``embed_queries`` files; other texts are embedded
+      here). Only this panel gives the verdict.
+
+    Writes the per-pair decisions of both (``attacks.DECISIONS_SCHEMA``) and a figure.
+    ``debiased`` (label -> debiased candidates) adds both panels on the debiased variant
+    (``variant`` "debiased"), its decisions too."""
+    from vlcomp.scorers.familiarity import MiniLMEncoder
+
     scored, training = _corpus_inputs(scores, generators, log)
-    certificate, predictions = _certificate(parts, shape, scored, training, settings, log)
+    limit, seed = settings.certify.lm_captions, settings.seed
+    resources = Resources(
+        encode=MiniLMEncoder(embeddings),
+        encoder_pairs=settings.certify.encoder_pairs,
+        corpora={c: _captions(shards, limit, seed) for c, (_, shards) in generators.items()},
+    )
+    inputs = (shape, scored, training, resources, settings, log)
+    certificate, predictions = _certificate(parts, *inputs)
     if debiased:
-        variant, decisions = _certificate(
-            debiased, shape, scored, training, settings, log, DEBIASED
-        )
+        variant, decisions = _certificate(debiased, *inputs, DEBIASED)
         certificate = pl.concat([certificate, variant])
         predictions = pl.concat([predictions, decisions])
-    meta = settings.metadata(shape=shape)
+    meta = settings.certificate_metadata(shape=shape)
     write_parquet(certificate, table_out, meta)
     write_parquet(predictions, predictions_out, meta)
     plot_attacks(certificate, figure_png, figure_pdf)
@@ -118,6 +160,7 @@ def _certificate(
     shape: str,
     scores: Mapping[str, pl.DataFrame],
     training: Mapping[str, pl.DataFrame],
+    resources: Resources,
     settings: AttackSettings,
     log: Log,
     variant: str | None = None,
@@ -137,42 +180,65 @@ def _certificate(
         variant = _variant(table["generator"]) if "generator" in table.columns else AS_GENERATED
     base = list(attacks.TEXT_ATTACKS)
     if shape in attacks.BALANCED_BY_DESIGN:
-        results = attacks.balanced_by_design(table, shape, base)
+        results = {DEBIAS: attacks.balanced_by_design(table, shape, base)}
+        results[CERTIFY] = attacks.balanced_by_design(table, shape, ["certification panel"])
         predictions = pl.DataFrame(schema=attacks.DECISIONS_SCHEMA)
         log(f"{benchmark}: {attacks.BALANCED_BY_DESIGN[shape]}")
     else:
         pairs = attacks.attack_pairs(table, shape, folds, seed)
-        predictions = pl.concat(
+        debias = pl.concat(
             [
                 attacks.predict_attacks(pairs, base, seed=seed),
                 attacks.score_predictions(pairs, scores, seed),
                 attacks.generator_predictions(pairs, training, seed),
             ]
         )
-        results = attacks.attack_accuracy(pairs, predictions, resamples, seed)
-        predictions = attacks.pair_decisions(pairs, predictions, variant)
+        certified_pairs, certify = certification_predictions(
+            pairs, resources, training, settings.certify, seed
+        )
+        results = {
+            DEBIAS: attacks.attack_accuracy(pairs, debias, resamples, seed),
+            # the certificate's bootstrap draws are its own too
+            CERTIFY: attacks.attack_accuracy(
+                certified_pairs, certify, resamples, attacks.stable_int(SALT, seed) % 2**32,
+                unit="group",
+            ),
+        }
+        predictions = pl.concat(
+            [
+                attacks.pair_decisions(pairs, debias, variant, DEBIAS),
+                attacks.pair_decisions(certified_pairs, certify, variant, CERTIFY),
+            ]
+        )
         log(f"{benchmark}: {pairs.height} pairs of {pairs['item_id'].n_unique()} items, "
-            f"{predictions['attack'].n_unique()} attacks")  # fmt: skip
-    certificate = results.with_columns(
-        benchmark=pl.lit(benchmark, dtype=pl.String),
-        variant=pl.lit(variant, dtype=pl.String),
-        chance=pl.lit(0.5),
-    ).select(list(ATTACK_CERTIFICATE_SCHEMA))
+            f"{debias['attack'].n_unique()} debiasing and {certify['attack'].n_unique()} "
+            "certification attacks")  # fmt: skip
+    certificate = pl.concat(
+        [
+            frame.with_columns(
+                benchmark=pl.lit(benchmark, dtype=pl.String),
+                panel=pl.lit(panel, dtype=pl.String),
+                variant=pl.lit(variant, dtype=pl.String),
+                chance=pl.lit(0.5),
+            ).select(list(ATTACK_CERTIFICATE_SCHEMA))
+            for panel, frame in results.items()
+        ]
+    )
     for row in best_attacks(certificate).iter_rows(named=True):
-        log(f"  {variant} {row['part']} {row['type']}: best {row['attack']} "
+        log(f"  {variant} {row['panel']} {row['part']} {row['type']}: best {row['attack']} "
             f"{row['accuracy']:.3f} [{row['ci_low']:.3f}, {row['ci_high']:.3f}] "
             f"of {row['n']} pairs")  # fmt: skip
     return certificate, predictions
 
 
 def best_attacks(certificate: pl.DataFrame) -> pl.DataFrame:
-    """Per (benchmark, part, variant, type), the attack with the highest accuracy (ties:
+    """Per (benchmark, panel, part, variant, type), the attack with the highest accuracy (ties:
     the panel's order), with its margin over chance."""
     decided = certificate.filter(pl.col("accuracy").is_not_null())
     return (
         decided.with_row_index("_order")
         .sort("accuracy", "_order", descending=[True, False])
-        .group_by("benchmark", "part", "variant", "type", maintain_order=True)
+        .group_by("benchmark", "panel", "part", "variant", "type", maintain_order=True)
         .first()
         .with_columns(margin=pl.col("accuracy") - pl.col("chance"))
         .sort("_order")

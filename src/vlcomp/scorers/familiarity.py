@@ -118,6 +118,33 @@ def embed_queries(texts: Sequence[str] | pl.Series, out: str | Path, batch_size:
     return len(distinct)
 
 
+class MiniLMEncoder:
+    """Texts -> their unit MiniLM embeddings (float32 rows): read from ``queries``
+    (``embed_queries`` files) where they hold the text, else embedded once (the model loaded
+    at the first such text) and kept."""
+
+    def __init__(
+        self, queries: Sequence[str | Path] = (), batch_size: int = 128, device: str = "cpu"
+    ) -> None:
+        self.batch_size, self.device, self.model = batch_size, device, None
+        self.known: dict[str, np.ndarray] = {}
+        for path in queries:
+            _check_minilm_file(path, QUERIES_FORMAT)
+            known = pl.read_parquet(path)
+            vectors = known["embedding"].to_numpy().astype(np.float32)
+            self.known.update(zip(known["text"].to_list(), vectors, strict=True))
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        missing = [text for text in dict.fromkeys(texts) if text not in self.known]
+        if missing:
+            self.model = self.model or load_minilm(self.device)
+            vectors = embed(self.model, missing, self.batch_size)
+            self.known.update(zip(missing, vectors, strict=True))
+        if not len(texts):
+            return np.zeros((0, 384), dtype=np.float32)
+        return np.stack([self.known[t] for t in texts])
+
+
 class MiniLMFamiliarityScorer:
     """Mean of the top-``k`` cosine similarities to the indexed training captions.
 
@@ -140,14 +167,7 @@ class MiniLMFamiliarityScorer:
         frame = pl.read_parquet(index)
         self.vectors = frame["embedding"].to_numpy().astype(np.float32)
         self.k = min(k, len(self.vectors))
-        self.batch_size = batch_size
-        self.model = load_minilm(device)
-        self.known: dict[str, np.ndarray] = {}
-        if queries is not None:
-            _check_minilm_file(queries, QUERIES_FORMAT)
-            known = pl.read_parquet(queries)
-            vectors = known["embedding"].to_numpy().astype(np.float32)
-            self.known = dict(zip(known["text"].to_list(), vectors, strict=True))
+        self.encoder = MiniLMEncoder([queries] if queries is not None else [], batch_size, device)
         identity = json.dumps(
             {key: metadata[key] for key in ("model_sha256", "data_sha256", "sample", "seed")},
             sort_keys=True,
@@ -167,12 +187,4 @@ class MiniLMFamiliarityScorer:
         return out
 
     def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not self.known:
-            return embed(self.model, texts, self.batch_size)
-        missing = [text for text in dict.fromkeys(texts) if text not in self.known]
-        fresh = (
-            dict(zip(missing, embed(self.model, missing, self.batch_size), strict=True))
-            if missing
-            else {}
-        )
-        return np.stack([self.known[t] if t in self.known else fresh[t] for t in texts])
+        return self.encoder(texts)
