@@ -31,15 +31,33 @@ from vlcomp.vocabulary import (
 MARGIN, MIN_PAIRS = CERTIFICATE_MARGIN, CERTIFICATE_MIN_PAIRS
 
 
+def familywise(decided: pl.DataFrame, level: float = 0.95) -> pl.DataFrame:
+    """The attacks' intervals widened from ``level`` each to ``level`` for all m of them
+    together (Bonferroni): each half-width scaled by z(1 - (1 - level) / 2m) / z(1 - (1 -
+    level) / 2), the bootstrap interval read as a normal one. Without it the best of m
+    attacks at chance leaves chance "reliably" about 1 - level^m of the time (half the
+    types, for the certification panel's 14)."""
+    from scipy.stats import norm
+
+    m = max(decided.height, 1)
+    alpha = 1 - level
+    scale = norm.ppf(1 - alpha / (2 * m)) / norm.ppf(1 - alpha / 2)
+    return decided.with_columns(
+        ci_low=pl.col("accuracy") - (pl.col("accuracy") - pl.col("ci_low")) * scale,
+        ci_high=pl.col("accuracy") + (pl.col("ci_high") - pl.col("accuracy")) * scale,
+    )
+
+
 def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
-    """One (benchmark, part, type)'s verdict over its attacks' rows. An attack reliably
-    below chance fails it too (its texts still tell the two apart); the verdict says so when
-    only such attacks do."""
+    """One (benchmark, part, type)'s verdict over its attacks' rows, their intervals taken
+    together (``familywise``). An attack reliably below chance fails it too (its texts
+    still tell the two apart); the verdict says so when only such attacks do."""
     decided = cell.filter(pl.col("accuracy").is_not_null())
     if decided.is_empty():
         return BY_DESIGN
     if int(cell["n"].max()) < MIN_PAIRS:
         return TOO_FEW
+    decided = familywise(decided)
     chance = pl.col("chance")
     off = decided.filter(above_chance(chance, margin) | below_chance(chance))
     if off.is_empty():

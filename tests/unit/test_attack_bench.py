@@ -6,6 +6,7 @@ import json
 import polars as pl
 
 from vlcomp.blind.attacks import LENGTH, TEXT_ATTACKS, attack_pairs
+from vlcomp.blind.families import FAMILIES
 from vlcomp.blind.jobs import AttackSettings
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.io import write_json
@@ -29,8 +30,8 @@ def test_synthetic_table_is_seeded_one_plus_one_one_change_away():
 
 def test_benchmark_json_structure_and_same_run_ratios(tmp_path):
     settings = AttackSettings(bootstrap_resamples=20)
-    result = benchmark_attacks([60, 120], repeats=2, settings=settings, log=lambda _: None)
-    runs = {PANEL, *TEXT_ATTACKS}
+    result = benchmark_attacks([60, 120], repeats=1, settings=settings, log=lambda _: None)
+    runs = {PANEL, *TEXT_ATTACKS, "certify_panel", *(f"certify:{f}" for f in FAMILIES)}
     assert (result["sizes"], result["baseline"], result["panel"]) == ([60, 120], LENGTH, PANEL)
     assert (result["bootstrap_resamples"], result["folds"]) == (20, settings.folds)
     assert {"cpu", "cores", "versions", "load_average_1min"} <= set(result["machine"])
@@ -38,12 +39,13 @@ def test_benchmark_json_structure_and_same_run_ratios(tmp_path):
         numbers = result["by_size"][str(n)]
         assert numbers["pairs"] == n
         assert set(numbers["seconds_all_repeats"]) == set(numbers["vs_length"]) == runs
-        assert all(len(t) == 2 for t in numbers["seconds_all_repeats"].values())
+        assert all(len(t) == 1 for t in numbers["seconds_all_repeats"].values())
     path = tmp_path / "attacks.json"
     write_json(result, path)
     write_report({"attacks": path}, tmp_path / "report.md")
     report = (tmp_path / "report.md").read_text()
     assert "## Blind-attack panel" in report and "`length` alone (baseline)" in report
+    assert "certification panel: every family" in report and "`certify:whole_text` alone" in report
     assert json.loads(path.read_text())["by_size"]["120"]["pairs"] == 120
 
 

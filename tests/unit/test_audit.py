@@ -681,27 +681,19 @@ def test_the_audit_carries_the_certificate(tmp_path):
     from vlcomp.certificate import best_attack_table
 
     rows = [
-        (
-            "toy",
-            "toy",
-            "as_generated",
-            "swap_att",
-            "context",
-            0.71,
-            0.68,
-            0.74,
-            900,
-            900,
-            None,
-            0.5,
-        ),
-        ("toy", "toy", "as_generated", "swap_att", "length", 0.5, 0.5, 0.5, 900, 0, None, 0.5),
-        ("toy", "toy", "debiased", "swap_att", "context", 0.52, 0.48, 0.55, 600, 600, None, 0.5),
+        ("toy", "certify", "toy", "as_generated", "swap_att", "whole_text", 0.71, 0.68, 0.74)
+        + (900, 900, 900, None, 0.5),
+        ("toy", "certify", "toy", "as_generated", "swap_att", "surface", 0.5, 0.5, 0.5)
+        + (900, 900, 0, None, 0.5),
+        ("toy", "debias", "toy", "as_generated", "swap_att", "context", 0.8, 0.77, 0.83)
+        + (900, 900, 900, None, 0.5),
+        ("toy", "certify", "toy", "debiased", "swap_att", "whole_text", 0.52, 0.48, 0.55)
+        + (600, 600, 600, None, 0.5),
     ]
     path = tmp_path / "attacks.parquet"
     pl.DataFrame(rows, schema=ATTACK_CERTIFICATE_SCHEMA, orient="row").write_parquet(path)
     (_, _), (_, table) = certificate_blocks(best_attack_table([path]))
     assert table.select("variant", "best attack", "accuracy", "verdict").rows() == [
-        ("as_generated", "context", 0.71, "hackable"),
-        ("debiased", "context", 0.52, "at chance"),
+        ("as_generated", "whole_text", 0.71, "hackable"),
+        ("debiased", "whole_text", 0.52, "at chance"),
     ]

@@ -127,8 +127,9 @@ def _certificate(path: Path, rows: list[tuple]) -> Path:
     from vlcomp.blind.jobs import ATTACK_CERTIFICATE_SCHEMA
 
     full = [
-        {"benchmark": b, "part": p, "variant": v, "type": t, "attack": a, "accuracy": acc,
-         "ci_low": lo, "ci_high": hi, "n": 120, "answered": 120, "chance": 0.5, "note": ""}
+        {"benchmark": b, "panel": "certify", "part": p, "variant": v, "type": t, "attack": a,
+         "accuracy": acc, "ci_low": lo, "ci_high": hi, "n": 120, "items": 120,
+         "answered": 120, "chance": 0.5, "note": ""}
         for b, p, v, t, a, acc, lo, hi in rows
     ]  # fmt: skip
     pl.DataFrame(full, schema=ATTACK_CERTIFICATE_SCHEMA).write_parquet(path)

@@ -13,23 +13,23 @@ from vlcomp.vocabulary import ALL
 RESAMPLES, SEED = 200, 0
 
 
-def _certificate(path, rows):
-    """rows: (benchmark, part, variant, type, attack, accuracy)."""
+def _certificate(path, rows, panel="certify"):
+    """rows: (benchmark, part, variant, type, attack, accuracy), of the certification panel."""
     full = [
-        {"benchmark": b, "part": p, "variant": v, "type": t, "attack": a, "accuracy": acc,
-         "ci_low": acc - 0.05, "ci_high": acc + 0.05, "n": 100, "answered": 100,
-         "note": None, "chance": 0.5}
+        {"benchmark": b, "panel": panel, "part": p, "variant": v, "type": t, "attack": a,
+         "accuracy": acc, "ci_low": acc - 0.05, "ci_high": acc + 0.05, "n": 100,
+         "items": 100, "answered": 100, "note": None, "chance": 0.5}
         for b, p, v, t, a, acc in rows
     ]  # fmt: skip
     pl.DataFrame(full).write_parquet(path)
     return path
 
 
-def _decisions(path, rows, several_parts=False):
+def _decisions(path, rows, several_parts=False, panel="certify"):
     """rows: (benchmark, part, variant, item_id, type, negative, attack, d); the positive
     of an item is ``<item_id>+``, a text's key the text itself."""
     full = [
-        {"benchmark": b, "part": p, "variant": v,
+        {"benchmark": b, "panel": panel, "part": p, "variant": v,
          "item_id": f"{p}/{i}" if several_parts else i, "pair_id": f"{i}~{n}", "type": t,
          "positive_key": f"{i}+", "negative_key": n, "attack": a, "d": d, "note": None}
         for b, p, v, i, t, n, a, d in rows
@@ -247,3 +247,21 @@ def test_decisions_without_their_pairs_are_refused(tmp_path):
     pl.DataFrame([written]).write_parquet(path)
     with pytest.raises(ValueError, match="rerun rule blind_attacks"):
         attack_decisions([path])
+
+
+def test_models_stand_beside_the_certification_panel_only(tmp_path):
+    """A debiasing-panel attack that beats the certification panel's best is shown beside
+    it, but the models' margin is taken against the certification attack."""
+    certificate, decisions, predictions = _one_type(tmp_path, lambda i: True, lambda i: 0.0)
+    frame = pl.read_parquet(certificate)
+    debias = frame.with_columns(panel=pl.lit("debias"), attack=pl.lit("word_prior"),
+                                accuracy=pl.lit(0.9))  # fmt: skip
+    pl.concat([frame, debias]).write_parquet(certificate)
+    chosen = pl.read_parquet(decisions)
+    right = chosen.with_columns(panel=pl.lit("debias"), attack=pl.lit("word_prior"), d=pl.lit(1.0))
+    pl.concat([chosen, right]).write_parquet(decisions)
+    best = best_attack_table([certificate]).filter(type="replace_att").row(0, named=True)
+    assert (best["attack"], best["accuracy"]) == ("length", 0.6)
+    assert (best["debias_attack"], best["debias_accuracy"]) == ("word_prior", 0.9)
+    margins = _margins(certificate, decisions, predictions, {"pairs": "debiased"})
+    assert margins.filter(type="replace_att")["attack_accuracy"].to_list() == [0.5]

@@ -8,7 +8,8 @@ from a second panel, the *certification panel* (``blind.families``), whose famil
 the whole text and are never consulted by the debiasing. Its protocol:
 
 - every attack is refitted from scratch on the variant it judges (as generated, debiased),
-  per part and negative type;
+  per part and negative type, on at most ``max_pairs`` pairs of it (a seeded sample; the
+  sentence encoder on at most ``encoder_pairs``);
 - folds are its own: drawn with a salt the debiasing never uses (``SALT``) and grouped by
   item *and* by text (``grouped_folds``): items that share a text, positive or negative,
   form one group, so a text that recurs lands in one fold and cannot be learned in one
@@ -26,8 +27,9 @@ is at most chance + margin and its interval covers chance.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +52,8 @@ class CertifySettings:
     families: tuple[str, ...] | None = None  # default: every registered family
     generator_attacks: bool = True
     generator_pairs: int = 2000  # per negative type, a seeded sample of a corpus's
-    encoder_pairs: int | None = 300  # per part and type, pairs the sentence encoder reads
+    max_pairs: int | None = 2000  # per part and type, pairs every family reads at most
+    encoder_pairs: int | None = 150  # per part and type, pairs the sentence encoder reads
     lm_captions: int = 200_000  # a corpus's captions the language model reads at most
 
 
@@ -98,9 +101,17 @@ def grouped_folds(pairs: pl.DataFrame, k: int, seed: int) -> np.ndarray:
     return np.array([fold_of[g] for g in group], dtype=np.int64)
 
 
-def recurrence(item_ids: Sequence[str], texts: Sequence[str]) -> dict[str, int]:
-    """text -> the number of distinct items that hold it."""
-    return dict(Counter(t for _, t in set(zip(item_ids, texts, strict=True))))
+def recurrence(
+    item_ids: Sequence[str], texts: Sequence[str], types: Sequence[str] | None = None
+) -> dict[str, int]:
+    """text -> the number of distinct items that hold it; with ``types`` (one per text),
+    the most items of one type that hold it."""
+    kinds = types if types is not None else [""] * len(texts)
+    counts = Counter((k, t) for _, k, t in set(zip(item_ids, kinds, texts, strict=True)))
+    most: dict[str, int] = {}
+    for (_, text), n in counts.items():
+        most[text] = max(most.get(text, 0), n)
+    return most
 
 
 class _Rows:
@@ -176,9 +187,10 @@ def _transferred(
 ) -> tuple[np.ndarray, list[str | None]]:
     """d of every pair from the family fitted on generated training pairs: per type where
     the training pairs have it, else one fit over all their types (noted)."""
-    recur = recurrence(
-        [*range(training.height), *range(training.height)],
+    recur = recurrence(  # a caption and its negatives are one item, as in a benchmark
+        [*training["positive"]] * 2,
         [*training["positive"], *training["negative"]],
+        [*training["type"]] * 2,
     )
     train_rows = _Rows(family, [*training["positive"], *training["negative"]], recur)
     tpos, tneg = (
@@ -211,6 +223,7 @@ def certification_predictions(
     training: Mapping[str, pl.DataFrame] | None = None,
     settings: CertifySettings = CertifySettings(),
     seed: int = 0,
+    log: Callable[[str], None] = lambda line: None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(pairs with the certification folds and groups, per pair and attack d(positive,
     negative) (``PREDICTIONS_SCHEMA``)) of the certification panel on ``pairs``
@@ -228,14 +241,21 @@ def certification_predictions(
         if settings.generator_attacks and frame.height
     }
     out: dict[str, tuple[np.ndarray, list[str | None]]] = {}
+    seconds: Counter[str] = Counter()
     for part in sorted(set(pairs["part"].to_list())):
         at = np.flatnonzero((pairs["part"] == part).to_numpy())
         of_part = pairs[at.tolist()]
+        # per type: a caption that is the positive of one item of each type (SugarCrepe's
+        # layout) is no tell to a per-type evaluation; one that recurs within a type is
         recur = recurrence(
-            [*of_part["item_id"], *of_part["item_id"]], [*of_part["positive"], *of_part["negative"]]
+            [*of_part["item_id"]] * 2,
+            [*of_part["positive"], *of_part["negative"]],
+            [*of_part["type"]] * 2,
         )
         for family in families:
-            chosen = _sampled(of_part, family.max_pairs, seed)
+            started = time.perf_counter()
+            limit = min((c for c in (family.max_pairs, settings.max_pairs) if c), default=None)
+            chosen = _sampled(of_part, limit, seed)
             sample = of_part[chosen.tolist()]
             rows = _Rows(family, [*sample["positive"], *sample["negative"]], recur)
             runs = [(family.name, _cross_fitted(family, sample, rows, seed))]
@@ -243,13 +263,16 @@ def certification_predictions(
                 if getattr(family, "corpus", corpus) != corpus:
                     continue  # a corpus's language model meets its own generator only
                 name = f"{GENERATOR_PREFIX}{corpus}/{family.name.split('@')[0]}"
-                capped = _sample(training_pairs, family.max_pairs or len(training_pairs), seed)
+                capped = _sample(training_pairs, limit or len(training_pairs), seed)
                 runs.append((name, _transferred(family, sample, rows, capped, seed)))
             for name, (d, notes) in runs:
                 whole = out.setdefault(name, (np.full(pairs.height, np.nan), [None] * pairs.height))
                 whole[0][at[chosen]] = d
                 for i, note in zip(at[chosen], notes, strict=True):
                     whole[1][i] = note
+            seconds[family.name] += time.perf_counter() - started
+    log("certification panel seconds: "
+        + ", ".join(f"{name} {s:.1f}" for name, s in seconds.items()))  # fmt: skip
     keys = pairs.select("benchmark", "item_id", "pair_id")
     frames = [  # a pair a family did not sample has no row of it
         keys.with_columns(

@@ -97,14 +97,17 @@ def fit_antisymmetric_linear(positives: Rows, negatives: Rows, seed: int) -> Dec
     if x.shape[0] == 0 or nonzero == 0:
         return _zero
     labels = np.r_[np.ones(x.shape[0]), np.zeros(x.shape[0])]
+    # a column no training difference holds gets weight 0 whatever the solver: fit on the
+    # others only (a hashed space has 2^21 columns, a fold's pairs a few thousand)
+    columns = np.unique(x.indices) if sparse.issparse(x) else np.arange(x.shape[1])
     solver = "liblinear" if sparse.issparse(x) else "lbfgs"
     model = LogisticRegression(
         C=C, fit_intercept=False, solver=solver, random_state=seed, max_iter=1000
     )
-    w = model.fit(_stack(x), labels).coef_.ravel()
+    w = model.fit(_stack(x[:, columns]), labels).coef_.ravel()
 
     def decide(a: Rows, b: Rows) -> np.ndarray:
-        return np.asarray(_difference(a, b) @ w, dtype=np.float64).ravel()
+        return np.asarray(_difference(a, b)[:, columns] @ w, dtype=np.float64).ravel()
 
     return decide
 
@@ -186,6 +189,7 @@ class Surface(Family):
 
     def fit(self, positives: Rows, negatives: Rows, seed: int) -> Decide:
         from sklearn.ensemble import HistGradientBoostingClassifier
+        from threadpoolctl import threadpool_limits
 
         if positives.shape[0] == 0:
             return _zero
@@ -195,14 +199,18 @@ class Surface(Family):
 
         x = np.vstack([pair_rows(positives, negatives), pair_rows(negatives, positives)])
         labels = np.r_[np.ones(positives.shape[0]), np.zeros(positives.shape[0])]
-        model = HistGradientBoostingClassifier(
-            max_iter=self.iterations, max_leaf_nodes=15, learning_rate=0.1,
-            early_stopping=False, random_state=seed,
-        ).fit(x, labels)  # fmt: skip
+        # one thread: a fold's few thousand rows fit faster than OpenMP threads wake up,
+        # and threads that spin beside other jobs slow every fit several-fold
+        with threadpool_limits(1):
+            model = HistGradientBoostingClassifier(
+                max_iter=self.iterations, max_leaf_nodes=15, learning_rate=0.1,
+                early_stopping=False, random_state=seed,
+            ).fit(x, labels)  # fmt: skip
 
         def decide(a: Rows, b: Rows) -> np.ndarray:
             g = model.decision_function
-            return np.asarray(g(pair_rows(a, b)) - g(pair_rows(b, a)), dtype=np.float64)
+            with threadpool_limits(1):
+                return np.asarray(g(pair_rows(a, b)) - g(pair_rows(b, a)), dtype=np.float64)
 
         return decide
 

@@ -1,4 +1,5 @@
-"""The certificate's figure: every blind attack's accuracy per part and negative type."""
+"""The certificate's figure: every blind attack's accuracy per part and negative type, the
+debiasing panel's left of a dotted line, the certification panel's (the verdict) right."""
 
 from __future__ import annotations
 
@@ -14,10 +15,16 @@ from vlcomp.figure_files import save_figure
 def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) -> None:
     """One panel per (part, negative type), one bar per blind attack and variant (as
     generated solid, debiased hatched): its accuracy with the bootstrap 95 % interval,
-    chance as a dashed line, the pairs it decided under the bar. A panel where no attack
-    applies says why."""
+    chance as a dashed line, the pairs it decided under the bar; the debiasing panel's
+    attacks (blue) left of a dotted line, the certification panel's (orange) right. A
+    panel where no attack applies says why."""
     cells = certificate.select("part", "type").unique(maintain_order=True).to_dicts()
-    attacks = certificate["attack"].unique(maintain_order=True).to_list()
+    order = {"debias": 0, "certify": 1}
+    keyed = certificate.select("panel", "attack").unique(maintain_order=True).rows()
+    keyed = sorted(keyed, key=lambda k: order.get(k[0], 2))
+    attacks = [attack for _, attack in keyed]
+    panel_of = {attack: panel for panel, attack in keyed}
+    debiasing = sum(1 for panel, _ in keyed if panel == "debias")
     variants = certificate["variant"].unique(maintain_order=True).to_list()
     columns = min(4, len(cells))
     rows = -(-len(cells) // columns)
@@ -26,7 +33,7 @@ def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) ->
         rows, columns, figsize=(width, 3.1 * rows), squeeze=False, sharey=True,
         constrained_layout=True,
     )  # fmt: skip
-    colours = plt.get_cmap("tab20")
+    colours = {"debias": "tab:blue", "certify": "tab:orange"}
     bar = 0.8 / len(variants)
     for ax, cell in zip(axes.flat, cells, strict=False):
         rows_of = certificate.filter(
@@ -43,6 +50,8 @@ def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) ->
         )
         ax.set_title(f"{title} (n: {sizes})", fontsize=7)
         ax.axhline(0.5, color="black", linestyle="--", linewidth=0.8)
+        if 0 < debiasing < len(attacks):
+            ax.axvline(debiasing - 0.5, color="grey", linestyle=":", linewidth=0.8)
         ax.set_ylim(0, 1.05)
         ax.set_xticks(range(len(attacks)))
         ax.set_xticklabels(attacks, rotation=60, ha="right", fontsize=6)
@@ -55,7 +64,7 @@ def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) ->
                 low, high = r["ci_low"], r["ci_high"]
                 error = None if low is None else [[r["accuracy"] - low], [high - r["accuracy"]]]
                 left = x - 0.4 + bar * (j + 0.5)
-                ax.bar(left, r["accuracy"], width=bar, color=colours(x % 20), yerr=error,
+                ax.bar(left, r["accuracy"], width=bar, color=colours.get(panel_of[attack], "grey"), yerr=error,
                        capsize=1.5, hatch="////" if j else None, edgecolor="white")  # fmt: skip
                 ax.text(left, 0.02, f"{r['answered']}", rotation=90, fontsize=4.5, ha="center")
         if notes and all(r["accuracy"] is None for r in by_key.values()):
@@ -67,8 +76,9 @@ def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) ->
     benchmark = certificate["benchmark"][0] if certificate.height else ""
     shown = " (solid), ".join(variants) + (" (hatched)" if len(variants) > 1 else "")
     fig.suptitle(
-        f"{benchmark}: text-only attacks, cross-fitted, {shown}; dashed: chance; "
-        "number in a bar: pairs the attack decided",
+        f"{benchmark}: text-only attacks, cross-fitted, {shown}; blue: debiasing panel, "
+        "orange: certification panel (the verdict); dashed: chance; number in a bar: pairs "
+        "the attack decided",
         fontsize=9,
     )
     save_figure(fig, png, pdf)

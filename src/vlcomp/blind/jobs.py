@@ -43,6 +43,7 @@ class AttackSettings:
         return self.metadata(
             certify_folds=str(c.folds), certify_families=",".join(c.families or ("all",)),
             certify_generator_pairs=str(c.generator_pairs if c.generator_attacks else 0),
+            certify_max_pairs=str(c.max_pairs or "all"),
             certify_encoder_pairs=str(c.encoder_pairs or "all"),
             certify_lm_captions=str(c.lm_captions), **extra,
         )  # fmt: skip
@@ -194,7 +195,7 @@ def _certificate(
             ]
         )
         certified_pairs, certify = certification_predictions(
-            pairs, resources, training, settings.certify, seed
+            pairs, resources, training, settings.certify, seed, log
         )
         results = {
             DEBIAS: attacks.attack_accuracy(pairs, debias, resamples, seed),

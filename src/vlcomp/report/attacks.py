@@ -1,6 +1,7 @@
 """The blind-attack certificates in the summary: per benchmark and negative type, the best
-text-only attack (``results/blind/<benchmark>/attacks.parquet``), its margin over chance,
-whether the type is at chance under every attack, and each model beside it on the same pairs:
+certification attack (``results/blind/<benchmark>/attacks.parquet``) with its interval and
+the verdict it gives, the debiasing panel's best beside it, and each model beside the best
+certification attack on the same pairs:
 its accuracy and how far it is above the best attack, with a paired bootstrap interval over
 items (``blind_margins``)."""
 
@@ -13,6 +14,7 @@ import numpy as np
 import polars as pl
 
 from vlcomp.certificate import (
+    CERTIFY,
     MARGIN,
     MIN_PAIRS,
     attack_decisions,
@@ -98,7 +100,7 @@ def blind_margins(
 ) -> pl.DataFrame:
     """Per certificate cell of the variant the models were scored on (``best``:
     ``best_attack_table``; ``scored``: benchmark -> variant) and model (``MARGIN_SCHEMA``):
-    the model's accuracy and the best attack's on the same pairs, the pairs of ``pairs``
+    the model's accuracy and the best certification attack's on the same pairs, the pairs of ``pairs``
     (``model_pairs``) that the attack decided (``decisions``: ``attack_decisions``), and
     their difference with a bootstrap interval over items, an item's pairs drawn together
     and the same draws for every model of a cell."""
@@ -106,7 +108,11 @@ def blind_margins(
         scored.get(b) == scored_variant(v) for b, v in best[["benchmark", "variant"]].rows()
     ]
     wanted = best.filter(pl.Series(of_scored, dtype=pl.Boolean) & pl.col("accuracy").is_not_null())
-    decided = decisions.rename({"type": "pair_type"}).with_columns(credit=credit(pl.col("d")))
+    decided = (
+        decisions.filter(pl.col("panel") == CERTIFY)
+        .rename({"type": "pair_type"})
+        .with_columns(credit=credit(pl.col("d")))
+    )
     by_type = decided.join(
         wanted.filter(pl.col("type") != ALL).select(*CELL, "attack"),
         left_on=["benchmark", "part", "variant", "pair_type", "attack"],
@@ -187,36 +193,56 @@ def attacks_markdown(
     lines = [
         "## Blind attacks",
         "",
-        "The best text-only attack per benchmark and negative type (`results/blind/<benchmark>/"
-        "attacks.parquet`): every attack cross-fitted over folds of the items, bootstrap 95 % "
-        "interval, a tie counts 1/2, accuracy over (positive, negative) pairs. "
-        f"*{AT_CHANCE}*: every attack at most chance + {MARGIN} with its interval covering "
-        f"chance; *{HACKABLE}*: some attack beats that; types with fewer than {MIN_PAIRS} pairs "
-        "are not certified. Models, on the variant they were scored on (config "
-        "`evaluate.variant`): each model's accuracy on the same pairs as the best attack (the "
-        "pairs the model scored and the attack decided; a candidate set with several "
-        "negatives of one type is left out, its table holding the outcome of its best "
-        "negative only), how far it is *above best blind* (model minus attack; a tie counts "
-        "as wrong for a model, 1/2 for an attack) and the 95 % interval of that difference: "
-        "a paired bootstrap over items, an item's pairs drawn together and the same draws "
-        f"for model and attack ({resamples} resamples, seed {seed}, config `attacks`); n: the "
-        "pairs. A model sees more than the texts give away only where the interval is above 0.",
+        "Two panels of text-only attacks per benchmark and negative type (`results/blind/"
+        "<benchmark>/attacks.parquet`, column `panel`), accuracy over (positive, negative) "
+        "pairs, a tie counts 1/2, bootstrap 95 % interval. The *debiasing panel* (length, word "
+        "prior, changed words and their context, the corpora's text scorers, the generator's "
+        "context model; folds of the items) is what the debiasing filters and balances "
+        "against: on a debiased variant it is at chance by construction and certifies "
+        "nothing. The *certification panel* gives the verdict and never decides what is "
+        "kept: whole-text word and character n-grams, frozen MiniLM embeddings (a seeded "
+        "sample of pairs, config `attacks.certify.encoder_pairs`), surface statistics with "
+        "boosted trees and the rules they suggest, an add-k bigram LM of each training "
+        "corpus, and each of them also trained on a corpus's generated training negatives "
+        "(`generator:<corpus>/<family>`); refitted on each variant, with folds of its own "
+        "grouped by item and by text, and an interval over those groups. "
+        f"*{AT_CHANCE}*: every certification attack at most chance + {MARGIN} with its "
+        f"interval covering chance; *{HACKABLE}*: some attack beats that (or is reliably "
+        f"below chance); types with fewer than {MIN_PAIRS} pairs are not certified. Models, "
+        "on the variant they were scored on (config `evaluate.variant`): each model's "
+        "accuracy on the same pairs as the best certification attack (the pairs the model "
+        "scored and the attack decided; a candidate set with several negatives of one type "
+        "is left out, its table holding the outcome of its best negative only), how far it "
+        "is *above best blind* (model minus attack; a tie counts as wrong for a model, 1/2 "
+        "for an attack) and the 95 % interval of that difference: a paired bootstrap over "
+        "items, an item's pairs drawn together and the same draws for model and attack "
+        f"({resamples} resamples, seed {seed}, config `attacks`); n: the pairs. A model sees "
+        "more than the texts give away only where the interval is above 0.",
         "",
-        "| benchmark | part | variant | type | best attack | accuracy | 95% CI | over chance | n "
-        "| verdict | models (accuracy, above best blind [95% CI], pairs) |",
-        "|---|---|---|---|---|---:|---|---:|---:|---|---|",
+        "| benchmark | part | variant | type | items | pairs | certification: best attack "
+        "| accuracy [95% CI] | verdict | debiasing panel: best attack | models (accuracy, "
+        "above best blind [95% CI], pairs) |",
+        "|---|---|---|---|---:|---:|---|---|---|---|---|",
     ]
     for r in best.iter_rows(named=True):
+        head = (
+            f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} "
+            f"| {r['items'] if r['items'] is not None else ''} | {r['n']} "
+        )
         if r["accuracy"] is None:
-            lines.append(
-                f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} | — | | | "
-                f"| {r['n']} | {r['status']}: {r['note'] or ''} | |"
-            )
+            lines.append(f"{head}| — | | {r['status']}: {r['note'] or ''} | | |")
             continue
+        debias = ""
+        if r["debias_accuracy"] is not None:
+            interval = _interval(r["debias_accuracy"], r["debias_ci_low"], r["debias_ci_high"])
+            debias = f"{r['debias_attack']} {interval}"
         beside = "; ".join(margins.get(tuple(r[c] for c in CELL), []))
         lines.append(
-            f"| {r['benchmark']} | {r['part']} | {r['variant']} | {r['type']} | {r['attack']} "
-            f"| {r['accuracy']:.3f} | [{r['ci_low']:.3f}, {r['ci_high']:.3f}] "
-            f"| {r['accuracy'] - r['chance']:+.3f} | {r['n']} | {r['status']} | {beside} |"
+            f"{head}| {r['attack']} | {_interval(r['accuracy'], r['ci_low'], r['ci_high'])} "
+            f"| {r['status']} | {debias} | {beside} |"
         )
     return [*lines, ""]
+
+
+def _interval(value: float, low: float | None, high: float | None) -> str:
+    return f"{value:.3f}" + (f" [{low:.3f}, {high:.3f}]" if low is not None else "")

@@ -15,6 +15,13 @@ so every number is that of a fresh process (after one untimed warm-up on a tiny 
 measurements are interleaved over ``repeats`` and the median kept. Ratios: seconds over
 those of ``length`` at the same size; growth: seconds per pair at each size over that at
 the smallest.
+
+The certification panel (``vlcomp.blind.certify``) is measured on the same pairs:
+``certify_panel`` runs every family as the certificate does (MiniLM on its default sample
+of ``encoder_pairs`` per type, loaded fresh; each family also trained on a second seeded
+table's pairs, the generated training negatives; the LM on a third table's captions), each
+``certify:<family>`` one family alone with its generator-trained twin; all include the
+grouped folds and the group bootstrap.
 """
 
 from __future__ import annotations
@@ -25,12 +32,16 @@ import statistics
 import sys
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import polars as pl
 
 from vlcomp.blind import attacks
+from vlcomp.blind.certify import SALT, certification_predictions
+from vlcomp.blind.families import FAMILIES as ATTACK_FAMILIES
+from vlcomp.blind.families import Resources
 from vlcomp.blind.jobs import AttackSettings
 from vlcomp.contracts import CANDIDATES_SCHEMA
 from vlcomp.io import write_json
@@ -39,6 +50,7 @@ from vlcomp_dev.bench.report import machine
 SIZES = (2_000, 8_000, 20_000)  # pairs (= items: one negative each)
 BASELINE = attacks.LENGTH
 PANEL = "text_panel"
+CERTIFY_PANEL = "certify_panel"
 BENCHMARK = "bench_attacks"  # every text attack, as the certificate runs them
 COLOURS = ["red", "blue", "green", "yellow", "black", "white", "pink", "brown", "grey",
            "orange", "purple", "silver"]  # fmt: skip
@@ -100,6 +112,29 @@ def _panel_seconds(table: pl.DataFrame, chosen: list[str], settings: AttackSetti
     return time.perf_counter() - started
 
 
+def _certify_seconds(
+    table: pl.DataFrame, training: pl.DataFrame, captions: list[str], chosen: list[str] | None,
+    settings: AttackSettings,
+) -> float:
+    """Seconds of the certification panel of the ``chosen`` families (None: all) with a
+    fresh MiniLM encoder."""
+    from vlcomp.scorers.familiarity import MiniLMEncoder
+
+    clear_text_caches()
+    started = time.perf_counter()
+    c = settings.certify
+    resources = Resources(MiniLMEncoder(), c.encoder_pairs, {"bench": captions})
+    pairs = attacks.attack_pairs(table, k=settings.folds, seed=settings.seed)
+    certified, predictions = certification_predictions(
+        pairs, resources, {"bench": training}, replace(c, families=chosen), settings.seed
+    )
+    attacks.attack_accuracy(
+        certified, predictions, settings.bootstrap_resamples,
+        attacks.stable_int(SALT, settings.seed) % 2**32, unit="group",
+    )  # fmt: skip
+    return time.perf_counter() - started
+
+
 def size_numbers(times: dict[str, dict[str, list[float]]]) -> dict[str, dict[str, Any]]:
     """From the seconds of every repeat (size -> run -> seconds), per size: the median
     seconds, pairs per second, each run's seconds as a ratio to ``length`` alone, the
@@ -133,17 +168,26 @@ def benchmark_attacks(
     panel's growth with the pairs (seconds per pair relative to the smallest size).
     ``settings``: the certificate's (``AttackSettings``), its defaults when not given."""
     settings = settings or AttackSettings()
-    runs = [PANEL, *attacks.TEXT_ATTACKS]
+    families = {f"certify:{name}": [name] for name in ATTACK_FAMILIES}
+    runs = [PANEL, *attacks.TEXT_ATTACKS, CERTIFY_PANEL, *families]
     warm_up = synthetic_candidates(40, settings.seed)
     attacks.attack_panel(warm_up, attacks=list(attacks.TEXT_ATTACKS), resamples=10)
     per_size = {}
     for n in sizes:
         table = synthetic_candidates(n, settings.seed)
+        training = attacks.attack_pairs(synthetic_candidates(n, settings.seed + 1))
+        captions = synthetic_candidates(n, settings.seed + 2).filter("is_positive")["text"]
         times: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(repeats):  # interleaved, so that load changes hit every run alike
             for name in runs:
-                chosen = list(attacks.TEXT_ATTACKS) if name == PANEL else [name]
-                times[name].append(_panel_seconds(table, chosen, settings))
+                if name == CERTIFY_PANEL or name in families:
+                    chosen = families.get(name)
+                    seconds = _certify_seconds(table, training, captions.to_list(), chosen,
+                                               settings)  # fmt: skip
+                else:
+                    chosen = list(attacks.TEXT_ATTACKS) if name == PANEL else [name]
+                    seconds = _panel_seconds(table, chosen, settings)
+                times[name].append(seconds)
         per_size[str(n)] = times
     by_size = size_numbers(per_size)
     for numbers in by_size.values():
@@ -155,6 +199,9 @@ def benchmark_attacks(
         "sizes": list(sizes),
         "attacks": list(attacks.TEXT_ATTACKS),
         "panel": PANEL,
+        "certify_panel": CERTIFY_PANEL,
+        "certify_families": list(families),
+        "encoder_pairs": settings.certify.encoder_pairs,
         "baseline": BASELINE,
         "folds": settings.folds,
         "seed": settings.seed,

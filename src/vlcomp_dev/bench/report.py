@@ -247,9 +247,15 @@ def image_index_section(result: Mapping[str, Any]) -> list[str]:
 
 def attacks_section(result: Mapping[str, Any]) -> list[str]:
     panel, baseline = result["panel"], result["baseline"]
-    names = {panel: "text panel: every text attack, as the certificate runs them"}
+    names = {panel: "debiasing panel: every text attack, as the certificate runs them"}
     names[baseline] = f"`{baseline}` alone (baseline)"
     runs = [panel, *result["attacks"]]
+    if "certify_panel" in result:
+        names[result["certify_panel"]] = (
+            "certification panel: every family and its generator-trained twin (MiniLM on "
+            f"{result['encoder_pairs']} pairs a type)"
+        )
+        runs += [result["certify_panel"], *result["certify_families"]]
     sizes = [result["by_size"][str(n)] for n in result["sizes"]]
     rows = [
         [names.get(run, f"`{run}` alone"),
@@ -265,7 +271,8 @@ def attacks_section(result: Mapping[str, Any]) -> list[str]:
     return [
         "## Blind-attack panel",
         "",
-        f"`blind.attacks.attack_panel` on a seeded synthetic 1+1 table "
+        f"`blind.attacks.attack_panel` (debiasing panel) and `blind.certify."
+        f"certification_predictions` (certification panel) on a seeded synthetic 1+1 table "
         f"({', '.join(result['families'])}), {result['folds']} folds, "
         f"{result['bootstrap_resamples']} bootstrap resamples, seed {result['seed']}; each "
         f"run from empty text caches, median of {result['repeats']}"
@@ -274,7 +281,7 @@ def attacks_section(result: Mapping[str, Any]) -> list[str]:
         f"`{baseline}` alone on the same pairs.",
         "",
         *_table(["run", *(f"{s['pairs']:,} pairs" for s in sizes)], rows),
-        f"Text panel, time per pair (vs {sizes[0]['pairs']:,} pairs): {growth}.",
+        f"Debiasing panel, time per pair (vs {sizes[0]['pairs']:,} pairs): {growth}.",
         "",
     ]
 
