@@ -122,7 +122,8 @@ def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
 # What the summary reads of a certificate's decisions (``attack_predictions.parquet``):
 # every variant's, each pair with its part, type and the text keys of its two texts.
 DECISION_COLUMNS: dict[str, pl.DataType] = {
-    "benchmark": pl.String, "panel": pl.String, "part": pl.String, "variant": pl.String, "item_id": pl.String,
+    "benchmark": pl.String, "panel": pl.String, "part": pl.String, "variant": pl.String,
+    "item_id": pl.String,
     "type": pl.String, "positive_key": pl.String, "negative_key": pl.String,
     "attack": pl.String, "d": pl.Float64,
 }  # fmt: skip

@@ -96,10 +96,7 @@ def synthetic_pairs(artefact: str, n_items: int = 600, seed: int = 0) -> pl.Data
 def corpus_captions(n: int = 20000, seed: int = 0) -> list[str]:
     """Training captions of the synthetic world (clean scenes) for the language model."""
     rng = random.Random(f"corpus:{seed}")
-    return [
-        _scene(rng, *rng.sample(COLOURS, 2), *rng.sample(SHAPES, 2))
-        for _ in range(n)
-    ]
+    return [_scene(rng, *rng.sample(COLOURS, 2), *rng.sample(SHAPES, 2)) for _ in range(n)]
 
 
 def family_accuracy(

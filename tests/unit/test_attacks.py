@@ -376,7 +376,9 @@ def test_certificate_job_writes_table_predictions_and_figure(tmp_path):
     best = best_attack_table([out["table"]])
     assert best.filter(pl.col("type") == "replace_att")["status"][0] == HACKABLE
     text = "\n".join(attacks_markdown([out["table"]]))
-    row = next(line for line in text.splitlines() if "| toy | toy | as_generated | replace_att |" in line)
+    row = next(
+        line for line in text.splitlines() if "| toy | toy | as_generated | replace_att |" in line
+    )
     assert row.startswith("| toy | toy | as_generated | replace_att | 120 | 120 | ")
     assert f"| {HACKABLE} | length 1.000 [1.000, 1.000] |" in row  # the debiasing panel's best
     assert set(table["panel"]) == {"debias", "certify"}

@@ -112,7 +112,9 @@ def test_families_decide_antisymmetrically():
 
 
 def test_surface_statistics_of_a_text():
-    stats = dict(zip(SURFACE_STATISTICS, surface_statistics("A cross, left of a cross", {}), strict=True))
+    stats = dict(
+        zip(SURFACE_STATISTICS, surface_statistics("A cross, left of a cross", {}), strict=True)
+    )
     assert stats["words"] == 6 and stats["distinct_words"] == 4
     assert stats["repeated_words"] == 2 and stats["most_repeats"] == 2
     assert stats["punctuation"] == 1 and stats["capitals"] == 1

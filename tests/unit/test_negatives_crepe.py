@@ -716,7 +716,8 @@ def test_relation_foils_keep_the_caption_phrasing(wn: Any) -> None:
         items_frame([row]), FoilFinder(vocab, wn), LengthScorer(), {"allow_fewer": True}, seed=0
     )
     assert "a cat on the right side of a dog" in negatives(result, "lr/atom")
-    provenance = [json.loads(p) for p in result.candidates["provenance"]]
+    atoms = result.candidates.filter(pl.col("family") == "atom")
+    provenance = [json.loads(p) for p in atoms["provenance"]]
     assert {"right of"} <= {p.get("foil") for p in provenance}
 
 
@@ -766,3 +767,107 @@ def test_object_foils_are_voted_objects_and_depiction_nouns_are_never_foiled(wn:
             ("atom", "compound_of_meta_noun", 1),
             ("comp", "compound_of_meta_noun", 1),
         ]
+
+
+# ------------------------------------------------- whole-text statistics at generation
+
+
+def test_a_scene_foil_reuses_a_word_of_the_caption_where_the_compound_is_false(
+    finder: FoilFinder,
+) -> None:
+    """ "a red car near a blue truck": "blue" may foil "red" ("a blue car" is not in the
+    scene) and "truck" may foil "car"; with CREPE's rule no word of the scene is a foil."""
+    row = item("s", "a red car near a blue truck", [("car", "car"), ("truck", "truck")],
+               [(0, "red"), (1, "blue")], [(0, "near", 1)])  # fmt: skip
+    settings = {"allow_fewer": True, "balance_distinct": False, "atom_negatives": 40}
+
+    def foils(extra: dict[str, Any]) -> set[str]:
+        result = build_systematicity_negatives(
+            items_frame([row]), finder, LengthScorer(), {**settings, **extra}, seed=0
+        )
+        frame = result.candidates.filter((pl.col("family") == "atom") & ~pl.col("is_positive"))
+        return {json.loads(p)["foil"] for p in frame["provenance"]}
+
+    ours, crepe = foils({}), foils({"scene_foils": False})
+    assert ours & {"blue", "truck", "red", "car"}
+    assert not crepe & {"blue", "truck", "red", "car"}
+
+
+def test_distinct_balance_takes_the_foil_that_moves_the_surplus_toward_zero() -> None:
+    from vlcomp.negatives.systematicity.atoms import AtomCandidate, DistinctBalance, distinct_words
+    from vlcomp.negatives.wordnet_foils import Foil
+
+    def candidate(text: str) -> AtomCandidate:
+        return AtomCandidate("att", Foil("x", "cohyponym", 1), "red", text)
+
+    positive = "a red car near a blue truck"
+    new_word, reused = (
+        candidate("a green car near a blue truck"),
+        candidate("a blue car near a blue truck"),
+    )
+    assert distinct_words(new_word.text) - distinct_words(positive) == 0
+    assert distinct_words(reused.text) - distinct_words(positive) == -1
+    balance = DistinctBalance()
+    balance.surplus["att"] = 3  # foils so far: three more distinct words than positives
+    assert balance.pick("att", positive, [new_word, reused]) == 1
+    balance.surplus["att"] = 0
+    assert balance.pick("att", positive, [new_word, reused]) == 0  # at 0 the best ranked
+    balance.surplus["att"] = -1
+    assert balance.pick("att", positive, [reused, new_word]) == 1  # level beats away
+    balance.record("att", positive, reused)
+    assert balance.surplus["att"] == -2 and balance.surplus["obj"] == 0
+
+
+def test_balanced_generation_matches_distinct_words_of_positives_and_foils(wn: Any) -> None:
+    """Over many items with two objects each, the balance brings the foils' surplus of
+    distinct words over their positives toward 0, per target."""
+    import random
+
+    rng = random.Random(0)
+    colours = ["red", "blue", "green", "yellow", "white", "black"]
+    shapes = ["car", "truck", "bus", "bike"]
+    rows = []
+    for i in range(120):
+        c1, c2 = rng.sample(colours, 2) if i % 3 else (colours[i % 6],) * 2
+        s1, s2 = rng.sample(shapes, 2)
+        rows.append(item(f"i{i:03d}", f"a {c1} {s1} near a {c2} {s2}", [(s1, s1), (s2, s2)],
+                         [(0, c1), (1, c2)], [(0, "near", 1)]))  # fmt: skip
+    vocab = {"object": shapes, "attribute": colours, "relation": ["near", "behind"]}
+    finder = FoilFinder(vocab, wn, senses="all", min_count=1)
+
+    def surplus(settings: dict[str, Any]) -> dict[str, int]:
+        result = build_systematicity_negatives(
+            items_frame(rows), finder, LengthScorer(), {"allow_fewer": True, **settings}, seed=0
+        )
+        frame = result.candidates.filter(pl.col("family") == "atom")
+        positive = dict(frame.filter("is_positive").select("item_id", "text").iter_rows())
+        from vlcomp.negatives.systematicity.atoms import distinct_words
+
+        out: dict[str, int] = {}
+        foils = frame.filter(~pl.col("is_positive")).select("item_id", "target", "text")
+        for i, target, text in foils.iter_rows():
+            out[target] = out.get(target, 0) + distinct_words(text) - distinct_words(positive[i])
+        return out
+
+    crepe = surplus({"balance_distinct": False, "scene_foils": False, "max_recurrence": 0})
+    assert crepe["att"] > 60 and crepe["obj"] == 0  # CREPE's rule: never fewer, often more
+    scene = surplus({"balance_distinct": False})  # in-scene foils alone overshoot on objects
+    assert scene["obj"] < -60
+    balanced = surplus({})
+    # a third of the positives repeat their colour: their attribute foils must add one
+    assert abs(balanced["att"]) < crepe["att"] / 3 and abs(balanced["obj"]) < -scene["obj"] / 2
+
+
+def test_a_recurring_caption_keeps_its_first_items_only(finder: FoilFinder) -> None:
+    rows = [item(f"r{i}", "a red car", [("car", "car")], [(0, "red")]) for i in range(4)]
+    rows.append(item("other", "A Red  car", [("car", "car")], [(0, "red")]))
+    result = build_systematicity_negatives(items_frame(rows), finder, LengthScorer(), seed=0)
+    kept = sorted({i.split("/")[0] for i in result.candidates["item_id"]})
+    assert kept == ["r0", "r1"]
+    failures = {(r["level"], r["family"], r["reason"]): r["count"]
+                for r in result.failures.iter_rows(named=True)}  # fmt: skip
+    assert failures[("item", "atom", "recurring_text")] == 3
+    everything = build_systematicity_negatives(
+        items_frame(rows), finder, LengthScorer(), {"max_recurrence": 0}, seed=0
+    )
+    assert len({i.split("/")[0] for i in everything.candidates["item_id"]}) == 5

@@ -15,7 +15,7 @@ The families (``FAMILIES``):
 - ``minilm``: frozen all-MiniLM-L6-v2 sentence embeddings, logistic regression on e(a) - e(b).
 - ``surface``: surface statistics of each text (``SURFACE_STATISTICS``: words, distinct
   words, repeated words, characters, mean word length, stop words, how many items of the
-  benchmark hold the text...) with boosted trees on (s(a) - s(b), s(a) + s(b)), made
+  text's type hold it...) with boosted trees on (s(a) - s(b), s(a) + s(b)), made
   antisymmetric as g(x) - g(x'), x' the pair reversed.
 - ``surface_rule``: the untrained rules those statistics suggest ("the text with fewer
   distinct words is the positive"): the rule (statistic and direction) that the training

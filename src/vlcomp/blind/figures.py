@@ -64,7 +64,8 @@ def plot_attacks(certificate: pl.DataFrame, png: str | Path, pdf: str | Path) ->
                 low, high = r["ci_low"], r["ci_high"]
                 error = None if low is None else [[r["accuracy"] - low], [high - r["accuracy"]]]
                 left = x - 0.4 + bar * (j + 0.5)
-                ax.bar(left, r["accuracy"], width=bar, color=colours.get(panel_of[attack], "grey"), yerr=error,
+                colour = colours.get(panel_of[attack], "grey")
+                ax.bar(left, r["accuracy"], width=bar, color=colour, yerr=error,
                        capsize=1.5, hatch="////" if j else None, edgecolor="white")  # fmt: skip
                 ax.text(left, 0.02, f"{r['answered']}", rotation=90, fontsize=4.5, ha="center")
         if notes and all(r["accuracy"] is None for r in by_key.values()):

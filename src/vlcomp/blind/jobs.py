@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from importlib.metadata import version
 from pathlib import Path
 
 import polars as pl
@@ -41,8 +42,10 @@ class AttackSettings:
         """``metadata`` and what the certification panel ran with (the certificate's)."""
         c = self.certify
         return self.metadata(
-            certify_folds=str(c.folds), certify_families=",".join(c.families or ("all",)),
+            certify_folds=str(c.folds),
+            certify_families="all" if c.families is None else ",".join(c.families),
             certify_generator_pairs=str(c.generator_pairs if c.generator_attacks else 0),
+            certify_generator_encoder=str(c.generator_encoder and c.generator_attacks).lower(),
             certify_max_pairs=str(c.max_pairs or "all"),
             certify_encoder_pairs=str(c.encoder_pairs or "all"),
             certify_lm_captions=str(c.lm_captions), **extra,
@@ -150,7 +153,11 @@ def attacks_stage(
         variant, decisions = _certificate(debiased, *inputs, DEBIASED)
         certificate = pl.concat([certificate, variant])
         predictions = pl.concat([predictions, decisions])
-    meta = settings.certificate_metadata(shape=shape)
+    meta = settings.certificate_metadata(
+        shape=shape,
+        certify_minilm_sha256=resources.encode.model_sha256,
+        scikit_learn=version("scikit-learn"),
+    )
     write_parquet(certificate, table_out, meta)
     write_parquet(predictions, predictions_out, meta)
     plot_attacks(certificate, figure_png, figure_pdf)
@@ -201,7 +208,10 @@ def _certificate(
             DEBIAS: attacks.attack_accuracy(pairs, debias, resamples, seed),
             # the certificate's bootstrap draws are its own too
             CERTIFY: attacks.attack_accuracy(
-                certified_pairs, certify, resamples, attacks.stable_int(SALT, seed) % 2**32,
+                certified_pairs,
+                certify,
+                resamples,
+                attacks.stable_int(SALT, seed) % 2**32,
                 unit="group",
             ),
         }

@@ -100,10 +100,10 @@ def blind_margins(
 ) -> pl.DataFrame:
     """Per certificate cell of the variant the models were scored on (``best``:
     ``best_attack_table``; ``scored``: benchmark -> variant) and model (``MARGIN_SCHEMA``):
-    the model's accuracy and the best certification attack's on the same pairs, the pairs of ``pairs``
-    (``model_pairs``) that the attack decided (``decisions``: ``attack_decisions``), and
-    their difference with a bootstrap interval over items, an item's pairs drawn together
-    and the same draws for every model of a cell."""
+    the model's accuracy and the best certification attack's on the same pairs, the pairs
+    of ``pairs`` (``model_pairs``) that the attack decided (``decisions``:
+    ``attack_decisions``), and their difference with a bootstrap interval over items, an
+    item's pairs drawn together and the same draws for every model of a cell."""
     of_scored = [
         scored.get(b) == scored_variant(v) for b, v in best[["benchmark", "variant"]].rows()
     ]

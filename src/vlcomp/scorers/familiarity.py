@@ -134,6 +134,11 @@ class MiniLMEncoder:
             vectors = known["embedding"].to_numpy().astype(np.float32)
             self.known.update(zip(known["text"].to_list(), vectors, strict=True))
 
+    @property
+    def model_sha256(self) -> str:
+        """The digest of the MiniLM weights it embeds with."""
+        return _model_dir_and_digest()[1]
+
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         missing = [text for text in dict.fromkeys(texts) if text not in self.known]
         if missing:

@@ -113,7 +113,10 @@ def _panel_seconds(table: pl.DataFrame, chosen: list[str], settings: AttackSetti
 
 
 def _certify_seconds(
-    table: pl.DataFrame, training: pl.DataFrame, captions: list[str], chosen: list[str] | None,
+    table: pl.DataFrame,
+    training: pl.DataFrame,
+    captions: list[str],
+    chosen: list[str] | None,
     settings: AttackSettings,
 ) -> float:
     """Seconds of the certification panel of the ``chosen`` families (None: all) with a

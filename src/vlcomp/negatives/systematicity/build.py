@@ -17,7 +17,7 @@ from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.wordnet_foils import FoilFinder, score_captions
 from vlcomp.scorers.base import TextScorer
 
-from .atoms import ItemPlan, Target, plan_item, select_atom
+from .atoms import DistinctBalance, ItemPlan, Target, plan_item, select_atom
 from .compounds import CompCandidate, comp_candidates, select_comp
 from .graph import CompoundKey, SceneFacts, parse_graph
 from .settings import (
@@ -78,11 +78,13 @@ def build_systematicity_negatives(
     cfg = resolve_settings(settings)
     items = _check_items(items)
     plans = _plan_items(items.to_dicts(), finder, cfg, seed, unseen)
+    _cap_recurrence(plans, cfg["max_recurrence"])
     scores, comp_by_item = _score(plans, scorer, cfg["comp_foils"])
 
     candidates: list[dict[str, Any]] = []
     regions: list[dict[str, Any]] = []
     failures: Failures = Counter()
+    balance = DistinctBalance() if cfg["balance_distinct"] else None
     for k, plan in enumerate(plans):
         for family in FAMILIES:
             target = plan.targets.get(family)
@@ -93,7 +95,7 @@ def build_systematicity_negatives(
                 continue
             need = cfg[f"{family}_negatives"]
             comps = comp_by_item.get(k, [])
-            negatives = _negatives(plan, family, comps, scores, need, context, failures)
+            negatives = _negatives(plan, family, comps, scores, need, context, failures, balance)
             if not negatives or (len(negatives) < need and not cfg["allow_fewer"]):
                 failures[("item", family, "too_few_negatives")] += 1
                 continue
@@ -144,6 +146,25 @@ def _plan_items(
             )
         )
     return plans
+
+
+RECURRING = "recurring_text"
+
+
+def _cap_recurrence(plans: Sequence[ItemPlan], most: int) -> None:
+    """Items past the first ``most`` (in item order) whose caption is the same text (case
+    and spacing folded) fail as ``recurring_text`` (0: no cap): a caption that recurs as the
+    positive of many items is a text a blind attack learns once and recognises everywhere."""
+    if most < 1:
+        return
+    seen: Counter[str] = Counter()
+    for plan in plans:
+        if plan.failure.keys() >= set(FAMILIES):
+            continue
+        key = " ".join((plan.row["text"] or "").lower().split())
+        seen[key] += 1
+        if seen[key] > most:
+            plan.failure = dict.fromkeys(FAMILIES, RECURRING)
 
 
 def _score(
@@ -209,6 +230,7 @@ def _negatives(
     need: int,
     context: ContextCheck | None,
     failures: Failures,
+    balance: DistinctBalance | None = None,
 ) -> list[Negative]:
     """The ``need`` best negatives of the family's retrieval set (``comps``: the item's
     HN-COMP candidates); those passed over for the context are counted (level
@@ -216,7 +238,8 @@ def _negatives(
     passed: Counter[str] = Counter()
     readable = _readable(context, plan.row["text"], passed)
     if family == ATOM:
-        negatives = [atom_negative(c) for c in select_atom(plan, scores, need, readable)]
+        chosen_atoms = select_atom(plan, scores, need, readable, balance)
+        negatives = [atom_negative(c) for c in chosen_atoms]
     else:
         chosen = select_comp(comps, scores, need, plan.row["text"], readable)
         negatives = [comp_negative(c, plan.targets[family].mention.compound) for c in chosen]

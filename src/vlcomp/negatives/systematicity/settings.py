@@ -28,6 +28,12 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "max_hops": 2,
     "min_depth": 3,
     "image_ref": "image_id",  # candidates' image: image_id | xywh (image_id#xywh=x,y,w,h)
+    # whole-text statistics matched at generation (``atoms.DistinctBalance``): a foil may be
+    # an atom of the item's own scene, and each position's foils are chosen so that they
+    # hold as many more distinct words than their positives as fewer
+    "scene_foils": True,
+    "balance_distinct": True,
+    "max_recurrence": 2,  # items whose caption is one text at most (0: no cap)
 }
 
 # Target labels (CANDIDATES_SCHEMA.target) and atom kinds of each compound position.
@@ -52,6 +58,12 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
     if unknown:
         raise ValueError(f"unknown CREPE negatives setting(s) {unknown}; known: {sorted(out)}")
     out.update(settings or {})
+    if (
+        not isinstance(out["max_recurrence"], int)
+        or isinstance(out["max_recurrence"], bool)
+        or (out["max_recurrence"] < 0)
+    ):
+        raise ValueError(f"max_recurrence must be an integer >= 0, got {out['max_recurrence']!r}")
     for key in ("min_count", "atom_negatives", "comp_negatives", "max_foils", "comp_foils"):
         if not isinstance(out[key], int) or isinstance(out[key], bool) or out[key] < 1:
             raise ValueError(f"{key} must be an integer >= 1, got {out[key]!r}")
@@ -59,7 +71,7 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"compounds must be 'target' or 'single', got {out['compounds']!r}")
     if out["image_ref"] not in ("image_id", "xywh"):
         raise ValueError(f"image_ref must be 'image_id' or 'xywh', got {out['image_ref']!r}")
-    for key in ("allow_fewer", "image_scope"):
+    for key in ("allow_fewer", "image_scope", "scene_foils", "balance_distinct"):
         if not isinstance(out[key], bool):
             raise ValueError(f"{key} must be true or false, got {out[key]!r}")
     return out
