@@ -50,8 +50,11 @@ def familywise(decided: pl.DataFrame, level: float = 0.95) -> pl.DataFrame:
 
 def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
     """One (benchmark, part, type)'s verdict over its attacks' rows, their intervals taken
-    together (``familywise``). An attack reliably below chance fails it too (its texts
-    still tell the two apart); the verdict says so when only such attacks do."""
+    together (``familywise``): *hackable* when an attack is reliably off chance (its
+    interval above chance, or below: its texts still tell the two apart, and the verdict
+    says so when only such attacks do); *at chance* when every attack is at most chance +
+    ``margin`` as well; else too few pairs to tell whether the attack above the margin is
+    (named, with the pairs it read)."""
     decided = cell.filter(pl.col("accuracy").is_not_null())
     if decided.is_empty():
         return BY_DESIGN
@@ -59,9 +62,14 @@ def certificate_status(cell: pl.DataFrame, margin: float = MARGIN) -> str:
         return TOO_FEW
     decided = familywise(decided)
     chance = pl.col("chance")
-    off = decided.filter(above_chance(chance, margin) | below_chance(chance))
+    reliable = (pl.col("ci_low") > chance) | below_chance(chance)
+    off = decided.filter(reliable)
     if off.is_empty():
-        return AT_CHANCE
+        over = decided.filter(above_chance(chance, margin)).sort("accuracy", descending=True)
+        if over.is_empty():
+            return AT_CHANCE
+        top = over.row(0, named=True)
+        return f"{TOO_FEW} to tell ({top['attack']} {top['accuracy']:.3f} on {top['n']})"
     below = off.filter(below_chance(chance))["attack"].to_list()
     return HACKABLE + (
         f" ({', '.join(below)} below chance)" if below == off["attack"].to_list() else ""
@@ -79,16 +87,22 @@ BEST_SCHEMA: dict[str, pl.DataType] = {
 CERTIFY, DEBIAS = "certify", "debias"  # a certificate's panels (``panel``)
 
 
-def _best_row(cell: pl.DataFrame) -> dict:
-    decided = cell.filter(pl.col("accuracy").is_not_null()).sort(
-        "accuracy", descending=True, maintain_order=True
-    )
+def _best_row(cell: pl.DataFrame, verdict: bool = False) -> dict:
+    """The attack with the highest accuracy; with ``verdict``, among those reliably above
+    chance when any is (``familywise``): the attack that fails the type."""
+    decided = cell.filter(pl.col("accuracy").is_not_null())
+    if verdict and decided.height:
+        wide = familywise(decided)
+        above = (wide["ci_low"] > wide["chance"]).fill_null(False)
+        decided = decided.filter(above) if above.any() else decided
+    decided = decided.sort("accuracy", descending=True, maintain_order=True)
     return decided.row(0, named=True) if decided.height else cell.row(0, named=True)
 
 
 def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
     """Per (benchmark, part, variant, type) (``BEST_SCHEMA``): the certification panel's
-    best attack, its accuracy and interval, n, the items, the verdict
+    best attack (the best of those that fail the type, where any does), its accuracy and
+    interval, n, the items, the verdict
     (``certificate_status`` over that panel's attacks) and the debiasing panel's best."""
     rows = []
     for path in certificates:
@@ -103,7 +117,7 @@ def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
         ):
             certify = cell.filter(pl.col("panel") == CERTIFY)
             debias = cell.filter(pl.col("panel") == DEBIAS)
-            best = _best_row(certify if certify.height else cell)
+            best = _best_row(certify if certify.height else cell, verdict=True)
             other = _best_row(debias) if debias.height else {}
             rows.append(
                 dict(zip(("benchmark", "part", "variant", "type"), key, strict=True))

@@ -851,9 +851,9 @@ def test_balanced_generation_matches_distinct_words_of_positives_and_foils(wn: A
 
     crepe = surplus({"balance_distinct": False, "scene_foils": False, "max_recurrence": 0})
     assert crepe["att"] > 60 and crepe["obj"] == 0  # CREPE's rule: never fewer, often more
-    scene = surplus({"balance_distinct": False})  # in-scene foils alone overshoot on objects
+    scene = surplus({"balance_distinct": False, "max_recurrence": 0})  # overshoots on objects
     assert scene["obj"] < -60
-    balanced = surplus({})
+    balanced = surplus({"max_recurrence": 0})
     # a third of the positives repeat their colour: their attribute foils must add one
     assert abs(balanced["att"]) < crepe["att"] / 3 and abs(balanced["obj"]) < -scene["obj"] / 2
 
@@ -863,10 +863,10 @@ def test_a_recurring_caption_keeps_its_first_items_only(finder: FoilFinder) -> N
     rows.append(item("other", "A Red  car", [("car", "car")], [(0, "red")]))
     result = build_systematicity_negatives(items_frame(rows), finder, LengthScorer(), seed=0)
     kept = sorted({i.split("/")[0] for i in result.candidates["item_id"]})
-    assert kept == ["r0", "r1"]
+    assert kept == ["r0"]
     failures = {(r["level"], r["family"], r["reason"]): r["count"]
                 for r in result.failures.iter_rows(named=True)}  # fmt: skip
-    assert failures[("item", "atom", "recurring_text")] == 3
+    assert failures[("item", "atom", "recurring_text")] == 4
     everything = build_systematicity_negatives(
         items_frame(rows), finder, LengthScorer(), {"max_recurrence": 0}, seed=0
     )

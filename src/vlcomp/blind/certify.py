@@ -62,7 +62,7 @@ class CertifySettings:
     generator_encoder: bool = False
     generator_pairs: int = 2000  # per negative type, a seeded sample of a corpus's
     max_pairs: int | None = 2000  # per part and type, pairs every family reads at most
-    encoder_pairs: int | None = 100  # per part and type, pairs the sentence encoder reads
+    encoder_pairs: int | None = 300  # per part and type, pairs the sentence encoder reads
     lm_captions: int = 200_000  # a corpus's captions the language model reads at most
 
 

@@ -235,10 +235,13 @@ def select_atom(
     n: int,
     readable: Callable[[str], bool] = lambda _: True,
     balance: DistinctBalance | None = None,
+    taken: set[str] | None = None,
 ) -> list[AtomCandidate]:
     """The ``n`` best HN-ATOM edits: the positions take turns (``plan.position_order``),
     each position's edits best first (tier, then score), or the one ``balance`` picks; a
-    repeated or unreadable text is passed over."""
+    repeated or unreadable text is passed over, and so is one in ``taken`` (the foils of
+    the items before, which the chosen ones join: a foil text that recurs across items is
+    a text a blind attack learns once)."""
     target = plan.targets[ATOM]
     positive = plan.row["text"] or ""
     queues = {
@@ -261,10 +264,13 @@ def select_atom(
                     if k is None:
                         break
                     candidate, popped = queue.pop(k), True
-                    if candidate.text not in texts and readable(candidate.text):
+                    fresh = candidate.text not in texts and candidate.text not in (taken or ())
+                    if fresh and readable(candidate.text):
                         chosen.append(candidate)
                         texts.add(candidate.text)
                         if balance is not None:
                             balance.record(position, positive, candidate)
                         break
+    if taken is not None:
+        taken.update(texts)
     return chosen

@@ -85,6 +85,8 @@ def build_systematicity_negatives(
     regions: list[dict[str, Any]] = []
     failures: Failures = Counter()
     balance = DistinctBalance() if cfg["balance_distinct"] else None
+    # one item per foil text where captions are one item per text too
+    taken: set[str] | None = set() if cfg["max_recurrence"] == 1 else None
     for k, plan in enumerate(plans):
         for family in FAMILIES:
             target = plan.targets.get(family)
@@ -95,7 +97,9 @@ def build_systematicity_negatives(
                 continue
             need = cfg[f"{family}_negatives"]
             comps = comp_by_item.get(k, [])
-            negatives = _negatives(plan, family, comps, scores, need, context, failures, balance)
+            negatives = _negatives(
+                plan, family, comps, scores, need, context, failures, balance, taken
+            )
             if not negatives or (len(negatives) < need and not cfg["allow_fewer"]):
                 failures[("item", family, "too_few_negatives")] += 1
                 continue
@@ -231,6 +235,7 @@ def _negatives(
     context: ContextCheck | None,
     failures: Failures,
     balance: DistinctBalance | None = None,
+    taken: set[str] | None = None,
 ) -> list[Negative]:
     """The ``need`` best negatives of the family's retrieval set (``comps``: the item's
     HN-COMP candidates); those passed over for the context are counted (level
@@ -238,7 +243,7 @@ def _negatives(
     passed: Counter[str] = Counter()
     readable = _readable(context, plan.row["text"], passed)
     if family == ATOM:
-        chosen_atoms = select_atom(plan, scores, need, readable, balance)
+        chosen_atoms = select_atom(plan, scores, need, readable, balance, taken)
         negatives = [atom_negative(c) for c in chosen_atoms]
     else:
         chosen = select_comp(comps, scores, need, plan.row["text"], readable)

@@ -33,7 +33,9 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     # hold as many more distinct words than their positives as fewer
     "scene_foils": True,
     "balance_distinct": True,
-    "max_recurrence": 2,  # items whose caption is one text at most (0: no cap)
+    # items whose caption is one text at most (0: no cap); at 1, a foil text is one
+    # item's too
+    "max_recurrence": 1,
 }
 
 # Target labels (CANDIDATES_SCHEMA.target) and atom kinds of each compound position.
