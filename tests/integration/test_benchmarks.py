@@ -21,6 +21,7 @@ THROUGHPUT = {
     "scorer_train_captions": 300,
     "scale_captions": 2_000,
     "scale_captions_per_shard": 500,
+    "attack_pairs": [200, 400, 800],
 }
 
 

@@ -151,9 +151,11 @@ rule benchmark_attacks:
         "results/benchmarks/attacks.json",
     log:
         "logs/benchmarks/attacks.log",
+    params:
+        sizes=lookup("throughput/attack_pairs", within=config),
     conda:
         "../envs/vlcomp.yaml"
     message:
-        "Blind-attack panel: pairs/s of the text panel and of each attack, against length alone"
+        "Blind-attack panels: pairs/s of both panels and of each attack, against length alone"
     script:
         "../scripts/benchmark_attacks.py"

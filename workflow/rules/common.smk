@@ -277,7 +277,8 @@ MODEL_SOURCE_KEYS = (
 # vlcomp.llm.settings.DEFAULTS).
 SYSTEMATICITY_KEYS = tuple(
     "min_count atom_negatives comp_negatives compounds allow_fewer max_foils comp_foils "
-    "image_scope senses max_hops min_depth image_ref".split()
+    "image_scope senses max_hops min_depth image_ref scene_foils balance_distinct "
+    "max_recurrence".split()
 )
 PRODUCTIVITY_KEYS = tuple(
     "complexities walks_per_image negatives_per_type min_negatives families min_area "
@@ -585,7 +586,9 @@ def debias_inputs(wildcards):
 
 def attack_settings():
     """What the certificate reads of config `attacks`: every key."""
-    return config_keys(("attacks",), ("folds", "seed", "bootstrap_resamples", "certify"))
+    return config_keys(
+        ("attacks",), ("folds", "seed", "bootstrap_resamples", "certify")
+    )
 
 
 def debias_settings():
