@@ -31,9 +31,9 @@ from vlcomp.scorers.familiarity import MiniLMEncoder
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 TEXT_ATTACKS = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]
-SETS = {
-    "sugarcrepe/refined": ("sugarcrepe", DATA / "sugarcrepe" / "refined", {}),
+SETS = {  # a set a generator-trained attack reads (TRAINED_ON) comes before its benchmark
     "sugarcrepe/unrefined": ("sugarcrepe", DATA / "sugarcrepe" / "unrefined", {}),
+    "sugarcrepe/refined": ("sugarcrepe", DATA / "sugarcrepe" / "refined", {}),
     "sugarcrepe_pp": ("sugarcrepe_pp", DATA / "releases" / "Sri-Harsha+scpp" / "data", {}),
     "valse": ("valse", DATA / "releases" / "Heidelberg-NLP+VALSE" / "data", {}),
 }
