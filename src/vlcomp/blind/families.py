@@ -26,8 +26,9 @@ The families (``FAMILIES``):
   and mean log-probability.
 
 Each family but ``surface_rule`` is also a *generator-trained* attack
-(``certify.generator_attacks``): fitted on a corpus's generated training negatives (what a
-NegCLIP-style model trains on) and applied to the benchmark, without cross-fitting.
+(``certify.generator_attacks``; MiniLM's with ``certify.generator_encoder`` only): fitted
+on a corpus's generated training negatives (what a NegCLIP-style model trains on) and
+applied to the benchmark, without cross-fitting.
 """
 
 from __future__ import annotations

@@ -252,8 +252,8 @@ def attacks_section(result: Mapping[str, Any]) -> list[str]:
     runs = [panel, *result["attacks"]]
     if "certify_panel" in result:
         names[result["certify_panel"]] = (
-            "certification panel: every family and its generator-trained twin (MiniLM on "
-            f"{result['encoder_pairs']} pairs a type)"
+            "certification panel: every family and its generator-trained twin (MiniLM's "
+            f"off, as by default; MiniLM on {result['encoder_pairs']} pairs a type)"
         )
         runs += [result["certify_panel"], *result["certify_families"]]
     sizes = [result["by_size"][str(n)] for n in result["sizes"]]
