@@ -16,9 +16,14 @@ up to two retrieval sets, each one candidate item of ``CANDIDATES_SCHEMA``:
   subject) or (object, predicate): "dog on table" -> "dog on chair and cat on table".
   Default 1 + 6.
 
-Foils of an atom are never atoms of the item's graph (same kind), and a foiled compound
-that is true somewhere in the item's image (the union of the graphs of all items with the
-same ``image_id``, when ``image_scope``) is dropped. Foils of one position are ranked by
+Whole-text statistics are matched at generation (``scene_foils``, ``balance_distinct``,
+``max_recurrence``; ``atoms.DistinctBalance``): a foil may be an atom of the item's own
+graph, each target's foils are chosen so that over the benchmark they hold as many more
+distinct words than their positives as fewer, and a caption text is one item's positive
+(later items fail as ``recurring_text``) and an HN-ATOM foil text one item's foil. With
+``scene_foils: false`` (CREPE's rule) foils of an atom are never atoms of the item's graph
+(same kind). A foiled compound that is true somewhere in the item's image (the union of
+the graphs of all items with the same ``image_id``, when ``image_scope``) is dropped. Foils of one position are ranked by
 relation tier (antonyms first) and then by a text-only scorer on the edited caption
 (higher = more plausible); HN-COMP candidates are the combinations of the ``comp_foils``
 best foils per position, ranked by summed tier and score, preferring unused foils.
