@@ -23,9 +23,9 @@ distinct words than their positives as fewer, and a caption text is one item's p
 (later items fail as ``recurring_text``) and an HN-ATOM foil text one item's foil. With
 ``scene_foils: false`` (CREPE's rule) foils of an atom are never atoms of the item's graph
 (same kind). A foiled compound that is true somewhere in the item's image (the union of
-the graphs of all items with the same ``image_id``, when ``image_scope``) is dropped. Foils of one position are ranked by
-relation tier (antonyms first) and then by a text-only scorer on the edited caption
-(higher = more plausible); HN-COMP candidates are the combinations of the ``comp_foils``
+the graphs of all items with the same ``image_id``, when ``image_scope``) is dropped.
+Foils of one position are ranked by relation tier (antonyms first) and then by a
+text-only scorer on the edited caption (higher = more plausible); HN-COMP candidates are the combinations of the ``comp_foils``
 best foils per position, ranked by summed tier and score, preferring unused foils.
 
 Which compound: CREPE builds its systematicity negatives from region descriptions with
