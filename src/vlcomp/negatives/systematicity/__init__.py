@@ -25,8 +25,9 @@ distinct words than their positives as fewer, and a caption text is one item's p
 (same kind). A foiled compound that is true somewhere in the item's image (the union of
 the graphs of all items with the same ``image_id``, when ``image_scope``) is dropped.
 Foils of one position are ranked by relation tier (antonyms first) and then by a
-text-only scorer on the edited caption (higher = more plausible); HN-COMP candidates are the combinations of the ``comp_foils``
-best foils per position, ranked by summed tier and score, preferring unused foils.
+text-only scorer on the edited caption (higher = more plausible); HN-COMP candidates are
+the combinations of the ``comp_foils`` best foils per position, ranked by summed tier and
+score, preferring unused foils.
 
 Which compound: CREPE builds its systematicity negatives from region descriptions with
 one compound. ``compounds: single`` keeps exactly that (items whose graph has another
