@@ -151,10 +151,10 @@ rule benchmark_attacks:
         "results/benchmarks/attacks.json",
     log:
         "logs/benchmarks/attacks.log",
-    params:
-        sizes=lookup("throughput/attack_pairs", within=config),
     conda:
         "../envs/vlcomp.yaml"
+    params:
+        sizes=lookup("throughput/attack_pairs", within=config),
     message:
         "Blind-attack panels: pairs/s of both panels and of each attack, against length alone"
     script:
