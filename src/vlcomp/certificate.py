@@ -85,6 +85,7 @@ BEST_SCHEMA: dict[str, pl.DataType] = {
     "debias_ci_high": pl.Float64,
 }  # fmt: skip
 CERTIFY, DEBIAS = "certify", "debias"  # a certificate's panels (``panel``)
+NO_PANEL = "not certified: no certification attack ran"
 
 
 def _best_row(cell: pl.DataFrame, verdict: bool = False) -> dict:
@@ -115,18 +116,21 @@ def best_attack_table(certificates: Sequence[str | Path]) -> pl.DataFrame:
         for key, cell in table.group_by(
             "benchmark", "part", "variant", "type", maintain_order=True
         ):
+            # never a verdict from the debiasing panel: without certification rows the
+            # type is not certified
             certify = cell.filter(pl.col("panel") == CERTIFY)
             debias = cell.filter(pl.col("panel") == DEBIAS)
-            best = _best_row(certify if certify.height else cell, verdict=True)
+            best = _best_row(certify, verdict=True) if certify.height else {}
             other = _best_row(debias) if debias.height else {}
             rows.append(
                 dict(zip(("benchmark", "part", "variant", "type"), key, strict=True))
-                | {c: best[c] for c in ("attack", "accuracy", "ci_low", "ci_high", "chance")}
+                | {c: best.get(c) for c in ("attack", "accuracy", "ci_low", "ci_high")}
                 | {
+                    "chance": cell["chance"][0],
                     "n": int(cell["n"].max()),
                     "items": int(cell["items"].max()) if "items" in cell.columns else None,
-                    "status": certificate_status(certify if certify.height else cell),
-                    "note": best["note"],
+                    "status": certificate_status(certify) if certify.height else NO_PANEL,
+                    "note": best.get("note"),
                 }
                 | {f"debias_{c}": other.get(c) for c in ("attack", "accuracy", "ci_low", "ci_high")}
             )

@@ -113,6 +113,8 @@ def family_accuracy(
 
 def panel_best(pairs: pl.DataFrame, families: tuple[str, ...] | None, seed: int = 0) -> float:
     """The best accuracy of the panel of ``families`` (0.5 with no family left)."""
+    if families is not None and not families:
+        return 0.5
     return max(family_accuracy(pairs, families, seed).values(), default=0.5)
 
 

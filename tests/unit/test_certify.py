@@ -207,3 +207,23 @@ def test_config_schema_lists_the_registered_families():
     assert certify["families"]["items"]["enum"] == list(FAMILIES)
     assert certify["encoder_pairs"]["default"] == CertifySettings().encoder_pairs
     assert certify["folds"]["default"] == CertifySettings().folds
+
+
+def test_a_panel_without_families_fails_with_the_reason():
+    settings = CertifySettings(families=("minilm",), generator_attacks=False)
+    with pytest.raises(ValueError, match="no family to run .*sentence encoder none"):
+        certification_predictions(synthetic_pairs("clean", 40), Resources(), None, settings)
+
+
+def test_a_certificate_without_certification_rows_is_not_certified(tmp_path):
+    """The debiasing panel's rows alone never give a verdict, even at chance."""
+    from vlcomp.blind.jobs import ATTACK_CERTIFICATE_SCHEMA
+    from vlcomp.certificate import NO_PANEL, best_attack_table
+
+    row = ("b", "debias", "b", "debiased", "swap_att", "context", 0.5, 0.48, 0.52)
+    path = tmp_path / "attacks.parquet"
+    pl.DataFrame([row + (900, 900, 900, None, 0.5)], schema=ATTACK_CERTIFICATE_SCHEMA,
+                 orient="row").write_parquet(path)  # fmt: skip
+    best = best_attack_table([path]).row(0, named=True)
+    assert best["status"] == NO_PANEL and best["attack"] is None
+    assert best["debias_attack"] == "context"

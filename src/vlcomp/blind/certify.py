@@ -244,6 +244,12 @@ def certification_predictions(
         group=pl.Series([repr(g) for g in text_groups(pairs)], dtype=pl.String),
     )
     families = panel_families(resources, settings.families)
+    if not families and pairs.height:
+        raise ValueError(
+            f"the certification panel has no family to run (attacks.certify.families: "
+            f"{settings.families!r}, sentence encoder {'given' if resources.encode else 'none'}"
+            f", corpora {sorted(resources.corpora)}): a certificate needs at least one"
+        )
     generated = {
         corpus: _sample(frame, settings.generator_pairs, seed)
         for corpus, frame in sorted((training or {}).items())

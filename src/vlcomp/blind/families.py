@@ -164,7 +164,7 @@ SURFACE_STATISTICS: tuple[str, ...] = (
 
 def surface_statistics(text: str, recurrence: Mapping[str, int]) -> list[float]:
     """``SURFACE_STATISTICS`` of one text; ``recurrence``: text -> how many items hold it."""
-    tokens = [w.lower() for w in words(text)]
+    tokens = words(text)  # lower-case already
     counts = Counter(tokens)
     n = len(tokens)
     stops = sum(1 for t in tokens if t in _stop_words())
@@ -258,7 +258,7 @@ class AddKBigram:
 
     @staticmethod
     def _tokens(text: str) -> list[str]:
-        return [w.lower() for w in words(text)]
+        return words(text)
 
     def _known(self, word: str) -> str:
         return word if word in self.vocabulary else self.UNKNOWN

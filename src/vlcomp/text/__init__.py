@@ -71,6 +71,11 @@ def words(text: str) -> list[str]:
     return _WORD.findall(straight_apostrophes(text).lower())
 
 
+def distinct_words(text: str) -> int:
+    """How many different words ``text`` holds (``words``)."""
+    return len(set(words(text)))
+
+
 _PLURALS = {singular: plural for plural, singular in reversed(IRREGULAR.items())}
 
 
@@ -163,6 +168,7 @@ def indefinite_article(next_word: str, like: str = "a") -> str:
 
 
 __all__ = [
+    "distinct_words",
     "APOSTROPHE_LOOKALIKES",
     "TEXT_LAYER_VERSION",
     "WORD_PATTERN",

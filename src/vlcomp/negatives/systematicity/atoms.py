@@ -15,7 +15,7 @@ import numpy as np
 
 from vlcomp.negatives import lexicon
 from vlcomp.negatives.wordnet_foils import Foil, FoilFinder, Rejection
-from vlcomp.text import words
+from vlcomp.text import distinct_words
 
 from .caption import Mention, Token, atom_text, locate, tokenize
 from .graph import CompoundKey, Graph, SceneFacts, foiled_claim, parse_graph
@@ -187,11 +187,6 @@ def plan_item(
     kind = plan.targets[ATOM].mention.compound.kind
     plan.position_order = tuple(POSITIONS[kind][k] for k in rng.permutation(len(POSITIONS[kind])))
     return plan
-
-
-def distinct_words(text: str) -> int:
-    """Distinct words of a text, case folded (``vlcomp.text.words``)."""
-    return len({w.lower() for w in words(text)})
 
 
 class DistinctBalance:
