@@ -35,7 +35,7 @@ from vlcomp_dev.artefacts import (
     synthetic_pairs,
 )
 
-WITHOUT_ENCODER = tuple(name for name in FAMILIES if name != "minilm")
+WITHOUT_ENCODER = tuple(name for name in FAMILIES if name not in ("minilm", "minilm_tuned"))
 SCHEMA = Path(__file__).parents[2] / "src" / "vlcomp" / "schemas" / "config.schema.yaml"
 
 
@@ -227,3 +227,30 @@ def test_a_certificate_without_certification_rows_is_not_certified(tmp_path):
     best = best_attack_table([path]).row(0, named=True)
     assert best["status"] == NO_PANEL and best["attack"] is None
     assert best["debias_attack"] == "context"
+
+
+def test_the_fine_tuned_encoder_catches_a_marker_is_antisymmetric_and_reproducible():
+    """all-MiniLM-L6-v2 (the real weights) with its top layer and a pairwise head trained per
+    fold: a marker word on the foil side is found, the clean control stays near chance (the
+    mean of three seeds: a fold's fit errs on all its test pairs together, so one 300-pair
+    set swings by +-0.1), and two fits with one seed decide the same, d(a, b) == -d(b, a)."""
+    from vlcomp.blind.families import EncoderTuning, TunedEncoder
+    from vlcomp.scorers.familiarity import load_minilm
+
+    def accuracy(artefact: str, seed: int) -> float:
+        pairs = synthetic_pairs(artefact, 300, seed)
+        return family_accuracy(pairs, ("minilm_tuned",), seed, load_minilm)["minilm_tuned"]
+
+    assert accuracy("marker", 0) > 0.65
+    clean = np.mean([accuracy("clean", seed) for seed in range(3)])
+    assert 0.42 < clean < 0.58, clean
+    family = TunedEncoder(load_minilm, EncoderTuning(epochs=1))
+    pairs = synthetic_pairs("marker", 120, 1)
+    pos = family.features(pairs["positive"].to_list(), {})
+    neg = family.features(pairs["negative"].to_list(), {})
+    first, second = family.fit(pos[:80], neg[:80], 3), family.fit(pos[:80], neg[:80], 3)
+    d = first(pos[80:], neg[80:])
+    assert np.array_equal(d, second(pos[80:], neg[80:]))
+    np.testing.assert_allclose(first(neg[80:], pos[80:]), -d, atol=1e-6)
+    with pytest.raises(ValueError, match="tuned.layers must be 1..6"):
+        TunedEncoder(load_minilm, EncoderTuning(layers=7)).features(["a red cube"], {})

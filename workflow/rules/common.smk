@@ -277,7 +277,7 @@ MODEL_SOURCE_KEYS = (
 # vlcomp.llm.settings.DEFAULTS).
 SYSTEMATICITY_KEYS = tuple(
     "min_count atom_negatives comp_negatives compounds allow_fewer max_foils comp_foils "
-    "image_scope senses max_hops min_depth image_ref scene_foils balance_distinct "
+    "image_scope senses max_hops min_depth image_ref scene_foils balance "
     "max_recurrence".split()
 )
 PRODUCTIVITY_KEYS = tuple(

@@ -9,7 +9,7 @@ the whole text and are never consulted by the debiasing. Its protocol:
 
 - every attack is refitted from scratch on the variant it judges (as generated, debiased),
   per part and negative type, on at most ``max_pairs`` pairs of it (a seeded sample; the
-  sentence encoder on at most ``encoder_pairs``);
+  sentence encoder on at most ``encoder_pairs``, its fine-tuned twin on ``tuned.pairs``);
 - folds are its own: drawn with a salt the debiasing never uses (``SALT``) and grouped by
   item *and* by text (``grouped_folds``): items that share a text, positive or negative,
   form one group, so a text that recurs lands in one fold and cannot be learned in one
@@ -37,10 +37,12 @@ import polars as pl
 
 from vlcomp.blind.attacks import PREDICTIONS_SCHEMA, pair_type, stable_int
 from vlcomp.blind.families import (
+    EncoderTuning,
     Family,
     Resources,
     SentenceEncoder,
     SurfaceRule,
+    TunedEncoder,
     panel_families,
 )
 
@@ -64,6 +66,7 @@ class CertifySettings:
     max_pairs: int | None = 2000  # per part and type, pairs every family reads at most
     encoder_pairs: int | None = 300  # per part and type, pairs the sentence encoder reads
     lm_captions: int = 200_000  # a corpus's captions the language model reads at most
+    tuned: EncoderTuning = EncoderTuning()  # the fine-tuned sentence encoder's training
 
 
 def text_groups(pairs: pl.DataFrame) -> list[tuple]:
@@ -275,7 +278,7 @@ def certification_predictions(
             rows = _Rows(family, [*sample["positive"], *sample["negative"]], recur)
             runs = [(family.name, _cross_fitted(family, sample, rows, seed))]
             twin = family.transferable and (
-                settings.generator_encoder or not isinstance(family, SentenceEncoder)
+                settings.generator_encoder or not isinstance(family, SentenceEncoder | TunedEncoder)
             )
             for corpus, training_pairs in generated.items() if twin else ():
                 if getattr(family, "corpus", corpus) != corpus:

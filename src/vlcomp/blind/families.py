@@ -13,6 +13,8 @@ The families (``FAMILIES``):
 - ``whole_text``: L2 logistic regression without intercept on hashed word 1-3-grams and
   character 3-5-grams of each text (each block L2-normalised), on f(a) - f(b).
 - ``minilm``: frozen all-MiniLM-L6-v2 sentence embeddings, logistic regression on e(a) - e(b).
+- ``minilm_tuned``: the same encoder fine-tuned with a pairwise head, s(a) - s(b) (its top
+  ``EncoderTuning.layers`` layers and the head trained per fold, on a seeded sample).
 - ``surface``: surface statistics of each text (``SURFACE_STATISTICS``: words, distinct
   words, repeated words, characters, mean word length, stop words, how many items of the
   text's type hold it...) with boosted trees on (s(a) - s(b), s(a) + s(b)), made
@@ -26,7 +28,8 @@ The families (``FAMILIES``):
   and mean log-probability.
 
 Each family but ``surface_rule`` is also a *generator-trained* attack
-(``certify.generator_attacks``; MiniLM's with ``certify.generator_encoder`` only): fitted
+(``certify.generator_attacks``; MiniLM's, frozen and tuned, with
+``certify.generator_encoder`` only): fitted
 on a corpus's generated training negatives (what a NegCLIP-style model trains on) and
 applied to the benchmark, without cross-fitting.
 """
@@ -50,6 +53,17 @@ C = 1.0  # inverse L2 strength of the logistic regressions
 
 
 @dataclass(frozen=True)
+class EncoderTuning:
+    """How the fine-tuned sentence encoder trains (config ``attacks.certify.tuned``)."""
+
+    pairs: int | None = 300  # per part and type, pairs it reads at most (None: all)
+    layers: int = 1  # top transformer layers fine-tuned (the encoder has 6: all of it)
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+
+
+@dataclass(frozen=True)
 class Resources:
     """What families may read besides the texts: a sentence encoder (text -> unit vector
     rows, cached by the caller) and each training corpus's captions."""
@@ -57,6 +71,8 @@ class Resources:
     encode: Callable[[Sequence[str]], np.ndarray] | None = None
     encoder_pairs: int | None = None  # pairs per type the sentence encoder reads at most
     corpora: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    load_encoder: Callable[[], object] | None = None  # the sentence encoder to fine-tune
+    tuning: EncoderTuning = EncoderTuning()
 
 
 class Family(ABC):
@@ -146,6 +162,112 @@ class SentenceEncoder(Family):
 
     def fit(self, positives: Rows, negatives: Rows, seed: int) -> Decide:
         return fit_antisymmetric_linear(positives, negatives, seed)
+
+
+class TunedEncoder(Family):
+    """The sentence encoder fine-tuned with a pairwise head: a score s(text) = w . mean-pooled
+    top-layer states, its top ``layers`` transformer layers and w trained on
+    -log sigmoid(s(pos) - s(neg)) (a fresh copy per fit, seeded); d(a, b) = s(a) - s(b). The
+    layers below stay frozen, so their states are computed once per text (``features``
+    keeps them and gives each text a row id)."""
+
+    name = "minilm_tuned"
+
+    def __init__(self, load: Callable[[], object], tuning: EncoderTuning = EncoderTuning()):
+        self.load, self.tuning, self.max_pairs = load, tuning, tuning.pairs
+        self.model = None
+        self.states: list[object] = []  # row id -> the frozen states of one text's tokens
+        self.ids: dict[str, int] = {}  # text -> row id
+
+    def _encoder(self):
+        if self.model is None:
+            self.model = self.load()
+        bert = self.model[0].auto_model
+        layers = bert.encoder.layer
+        if not 1 <= self.tuning.layers <= len(layers):
+            raise ValueError(
+                f"attacks.certify.tuned.layers must be 1..{len(layers)}, got {self.tuning.layers}"
+            )
+        return bert, self.model.tokenizer, len(layers) - self.tuning.layers
+
+    def features(self, texts: Sequence[str], recurrence: Mapping[str, int]) -> Rows:
+        import torch
+
+        bert, tokenizer, frozen = self._encoder()
+        new = sorted(set(texts) - self.ids.keys())
+        with torch.inference_mode():
+            for start in range(0, len(new), 128):
+                chunk = new[start : start + 128]
+                batch = tokenizer(chunk, padding=True, truncation=True, max_length=64,
+                                  return_tensors="pt")  # fmt: skip
+                hidden = bert(**batch, output_hidden_states=True).hidden_states[frozen]
+                for text, h, m in zip(chunk, hidden, batch["attention_mask"], strict=True):
+                    self.ids[text] = len(self.states)
+                    self.states.append(h[: int(m.sum())].clone())
+        return np.array([self.ids[t] for t in texts], dtype=np.int64).reshape(len(texts), 1)
+
+    def _batch(self, ids: np.ndarray):
+        import torch
+
+        states = [self.states[int(i)] for i in ids.ravel()]
+        width = max(s.shape[0] for s in states)
+        hidden = torch.zeros(len(states), width, states[0].shape[1])
+        mask = torch.zeros(len(states), width)
+        for k, s in enumerate(states):
+            hidden[k, : s.shape[0]], mask[k, : s.shape[0]] = s, 1.0
+        return hidden, mask
+
+    def _score(self, top, head, ids: np.ndarray):
+        import torch
+
+        hidden, mask = self._batch(ids)
+        additive = (1.0 - mask[:, None, None, :]) * torch.finfo(hidden.dtype).min
+        for layer in top:
+            hidden = layer(hidden, attention_mask=additive)
+            hidden = hidden[0] if isinstance(hidden, tuple) else hidden
+        pooled = (hidden * mask[..., None]).sum(1) / mask.sum(1, keepdim=True)
+        return head(torch.nn.functional.normalize(pooled, dim=-1)).squeeze(-1)
+
+    def fit(self, positives: Rows, negatives: Rows, seed: int) -> Decide:
+        import copy
+
+        import torch
+
+        if positives.shape[0] == 0:
+            return _zero
+        bert, _, frozen = self._encoder()
+        torch.manual_seed(seed)
+        top = copy.deepcopy(bert.encoder.layer[frozen:]).train()
+        head = torch.nn.Linear(bert.config.hidden_size, 1, bias=False)  # a bias cancels
+        torch.nn.init.zeros_(head.weight)
+        optimiser = torch.optim.AdamW(
+            [{"params": top.parameters()}, {"params": head.parameters(), "lr": 1e-2}],
+            lr=self.tuning.learning_rate, weight_decay=0.01,
+        )  # fmt: skip
+        rng = np.random.default_rng(seed)
+        n, size = positives.shape[0], self.tuning.batch_size
+        for _ in range(self.tuning.epochs):
+            order = rng.permutation(n)
+            for start in range(0, n, size):
+                at = order[start : start + size]
+                both = np.concatenate([positives[at], negatives[at]])
+                s = self._score(top, head, both)
+                loss = torch.nn.functional.softplus(s[len(at) :] - s[: len(at)]).mean()
+                optimiser.zero_grad()
+                loss.backward()
+                optimiser.step()
+        top.eval()
+
+        def decide(a: Rows, b: Rows) -> np.ndarray:
+            out = np.zeros(a.shape[0])
+            with torch.inference_mode():
+                for start in range(0, a.shape[0], 256):
+                    x, y = a[start : start + 256], b[start : start + 256]
+                    s = self._score(top, head, np.concatenate([x, y])).double().numpy()
+                    out[start : start + len(x)] = s[: len(x)] - s[len(x) :]
+            return out
+
+        return decide
 
 
 # stop words: scikit-learn's English list (Glasgow Information Retrieval Group)
@@ -299,6 +421,7 @@ def _sentence_encoder(resources: Resources) -> list[Family]:
 FAMILIES: dict[str, Callable[[Resources], list[Family]]] = {
     WholeText.name: lambda r: [WholeText()],
     SentenceEncoder.name: _sentence_encoder,
+    TunedEncoder.name: lambda r: [TunedEncoder(r.load_encoder, r.tuning)] if r.load_encoder else [],
     Surface.name: lambda r: [Surface()],
     SurfaceRule.name: lambda r: [SurfaceRule()],
     "lm": lambda r: [CorpusLanguageModel(c, texts) for c, texts in sorted(r.corpora.items())],

@@ -4,7 +4,7 @@ debiased variant of a candidate table (for Snakemake rules)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib.metadata import version
 from pathlib import Path
 
@@ -48,7 +48,8 @@ class AttackSettings:
             certify_generator_encoder=str(c.generator_encoder and c.generator_attacks).lower(),
             certify_max_pairs=str(c.max_pairs or "all"),
             certify_encoder_pairs=str(c.encoder_pairs or "all"),
-            certify_lm_captions=str(c.lm_captions), **extra,
+            certify_lm_captions=str(c.lm_captions),
+            certify_tuned=",".join(f"{k}={v}" for k, v in asdict(c.tuned).items()), **extra,
         )  # fmt: skip
 
 
@@ -138,7 +139,7 @@ def attacks_stage(
     Writes the per-pair decisions of both (``attacks.DECISIONS_SCHEMA``) and a figure.
     ``debiased`` (label -> debiased candidates) adds both panels on the debiased variant
     (``variant`` "debiased"), its decisions too."""
-    from vlcomp.scorers.familiarity import MiniLMEncoder
+    from vlcomp.scorers.familiarity import MiniLMEncoder, load_minilm
 
     scored, training = _corpus_inputs(scores, generators, log)
     limit, seed = settings.certify.lm_captions, settings.seed
@@ -146,6 +147,8 @@ def attacks_stage(
         encode=MiniLMEncoder(embeddings),
         encoder_pairs=settings.certify.encoder_pairs,
         corpora={c: _captions(shards, limit, seed) for c, (_, shards) in generators.items()},
+        load_encoder=load_minilm,
+        tuning=settings.certify.tuned,
     )
     inputs = (shape, scored, training, resources, settings, log)
     certificate, predictions = _certificate(parts, *inputs)
@@ -157,6 +160,7 @@ def attacks_stage(
         shape=shape,
         certify_minilm_sha256=resources.encode.model_sha256,
         scikit_learn=version("scikit-learn"),
+        torch=version("torch"),
     )
     write_parquet(certificate, table_out, meta)
     write_parquet(predictions, predictions_out, meta)

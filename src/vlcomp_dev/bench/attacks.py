@@ -121,12 +121,14 @@ def _certify_seconds(
 ) -> float:
     """Seconds of the certification panel of the ``chosen`` families (None: all) with a
     fresh MiniLM encoder."""
-    from vlcomp.scorers.familiarity import MiniLMEncoder
+    from vlcomp.scorers.familiarity import MiniLMEncoder, load_minilm
 
     clear_text_caches()
     started = time.perf_counter()
     c = settings.certify
-    resources = Resources(MiniLMEncoder(), c.encoder_pairs, {"bench": captions})
+    resources = Resources(
+        MiniLMEncoder(), c.encoder_pairs, {"bench": captions}, load_minilm, c.tuned
+    )
     pairs = attacks.attack_pairs(table, k=settings.folds, seed=settings.seed)
     certified, predictions = certification_predictions(
         pairs, resources, {"bench": training}, replace(c, families=chosen), settings.seed

@@ -21,6 +21,7 @@ from .caption import Mention, Token, atom_text, locate, tokenize
 from .graph import CompoundKey, Graph, SceneFacts, foiled_claim, parse_graph
 from .settings import (
     ATOM,
+    BALANCES,
     COMP,
     COMP_PAIRS,
     FAMILIES,
@@ -37,6 +38,8 @@ class AtomCandidate:
     foil: Foil
     original: str
     text: str
+    compound: tuple[str, ...] = ()  # the positive's compound (parts)
+    foiled: tuple[str, ...] = ()  # the compound the foil claims instead
 
 
 @dataclass
@@ -95,7 +98,10 @@ def _target(
             if edited in seen:
                 continue
             seen.add(edited)
-            candidates[position].append(AtomCandidate(position, foil, original, edited))
+            foiled = (*compound.parts[:index], foil.value, *compound.parts[index + 1 :])
+            candidates[position].append(
+                AtomCandidate(position, foil, original, edited, compound.parts, foiled)
+            )
             if len(candidates[position]) >= max_foils:
                 break
         outcomes[position] = "ok" if candidates[position] else "foils_true_in_image"
@@ -189,39 +195,82 @@ def plan_item(
     return plan
 
 
-class DistinctBalance:
-    """Which foil a position takes, so that over a benchmark its foils hold as many more
-    distinct words than their positives as fewer. A foil brings in a word; where it is new
-    to the caption the foil has one distinct word more, where it repeats one ("a cross left
-    of a cross" from "a cross left of a circle") one fewer, and a positive that repeats a
-    word gets a foil with one more whatever replaces it. Left alone the foil is the text
-    with more distinct words far more often than not: a tell any whole-text attack reads
-    (``vlcomp.blind.families``). ``surplus``: per target (att, obj, rel), the sum of
-    distinct(foil) - distinct(positive) over the foils chosen so far; the next foil is the
-    best-ranked one that moves it toward 0, else one that leaves it; one that moves it away
-    only where the item would otherwise go short. Counts run in the order the foils are
-    chosen, so a fixed order of items gives fixed choices."""
+class FoilBalance:
+    """Which foil a position takes, so that over a benchmark the chosen foils carry no
+    whole-text tell (``vlcomp.blind.families``). Each balance keeps running ledgers, per
+    target (att, obj, rel), over the foils chosen so far:
 
-    def __init__(self) -> None:
-        self.surplus: Counter[str] = Counter()
+    - ``distinct_words``: the sum of distinct(foil) - distinct(positive). A foil brings in a
+      word; where it is new to the caption the foil has one distinct word more, where it
+      repeats one ("a cross left of a cross" from "a cross left of a circle") one fewer, and
+      a positive that repeats a word gets a foil with one more whatever replaces it. Left
+      alone the foil is the text with more distinct words far more often than not.
+    - ``atoms``: per atom, (pairs whose foil brings it in) - (pairs whose positive holds it
+      where the foil changes it). Left alone an atom of the eval captions that is rare in
+      training (a held-out atom: never a foil) is always on the positive side, and a common
+      one mostly on the foil side: a word prior.
+    - ``compounds``: the same per compound (the positive's, the one the foil claims): a
+      compound only ever on the positive side is a tell as plain as an atom's.
+    - ``plausibility``: the sum of sign(score(foil) - score(positive)), the generator's own
+      LM scores. Foils are ranked most plausible first while a systematicity positive holds
+      a compound training never saw, so left alone the foil is the more probable text.
+
+    A candidate's move is the change it makes to the sum of the ledgers' absolute values;
+    the next foil is the best-ranked one of least move, where that move is at most 0 (a
+    foil that would unbalance the ledgers waits until the item would otherwise go short,
+    ``away``). Ledgers run in the order the foils are chosen, so a fixed order of items
+    gives fixed choices."""
+
+    def __init__(self, balances: Sequence[str], scores: Mapping[str, float] | None = None):
+        unknown = sorted(set(balances) - set(BALANCES))
+        if unknown:
+            raise ValueError(f"unknown foil balance(s) {unknown}; known: {list(BALANCES)}")
+        if "plausibility" in balances and scores is None:
+            raise ValueError("the plausibility balance needs the generator's scores")
+        self.balances, self.scores = tuple(balances), scores or {}
+        self.ledger: Counter[tuple[str, ...]] = Counter()
+
+    def _changes(self, position: str, positive: str, candidate: AtomCandidate):
+        """(ledger key, change) of choosing ``candidate``."""
+        target = POSITION_TARGET[position]
+        if "distinct_words" in self.balances:
+            delta = distinct_words(candidate.text) - distinct_words(positive)
+            yield ("distinct_words", target), delta
+        if "atoms" in self.balances:
+            yield ("atoms", target, candidate.foil.value), 1
+            yield ("atoms", target, candidate.original), -1
+        if "compounds" in self.balances and candidate.compound:
+            yield ("compounds", target, *candidate.foiled), 1
+            yield ("compounds", target, *candidate.compound), -1
+        if "plausibility" in self.balances:
+            gap = self.scores[candidate.text] - self.scores[positive]
+            yield ("plausibility", target), int(np.sign(gap))
+
+    def move(self, position: str, positive: str, candidate: AtomCandidate) -> int:
+        """How much choosing ``candidate`` changes the sum of the ledgers' absolute values."""
+        after: Counter[tuple[str, ...]] = Counter()
+        for key, change in self._changes(position, positive, candidate):
+            after[key] += change
+        return sum(abs(self.ledger[k] + c) - abs(self.ledger[k]) for k, c in after.items())
 
     def pick(
         self, position: str, positive: str, queue: Sequence[AtomCandidate], away: bool = True
     ) -> int | None:
         """The index in ``queue`` (best first) of the foil to take next; None when every
-        foil moves the surplus away from 0 and ``away`` is false."""
-        surplus = self.surplus[POSITION_TARGET[position]]
-        if surplus == 0 or not queue:
+        foil moves the ledgers away from balance and ``away`` is false."""
+        if not queue:
             return 0
-        base = distinct_words(positive)
-        deltas = [distinct_words(c.text) - base for c in queue]
-        toward = [k for k, d in enumerate(deltas) if d * surplus < 0]
-        level = [k for k, d in enumerate(deltas) if d == 0]
-        return (toward or level or ([0] if away else [None]))[0]
+        moves = [self.move(position, positive, c) for c in queue]
+        least = min(moves)
+        return moves.index(least) if away or least <= 0 else None
 
     def record(self, position: str, positive: str, chosen: AtomCandidate) -> None:
-        delta = distinct_words(chosen.text) - distinct_words(positive)
-        self.surplus[POSITION_TARGET[position]] += delta
+        for key, change in self._changes(position, positive, chosen):
+            self.ledger[key] += change
+
+    def surplus(self, balance: str, target: str) -> int:
+        """The ``distinct_words`` or ``plausibility`` ledger of ``target``."""
+        return self.ledger[(balance, target)]
 
 
 def select_atom(
@@ -229,14 +278,14 @@ def select_atom(
     scores: Mapping[str, float],
     n: int,
     readable: Callable[[str], bool] = lambda _: True,
-    balance: DistinctBalance | None = None,
+    balance: FoilBalance | None = None,
     taken: set[str] | None = None,
 ) -> list[AtomCandidate]:
     """The ``n`` best HN-ATOM edits: the positions take turns (``plan.position_order``),
     each position's edits best first (tier, then score), or the one ``balance`` picks; a
-    repeated or unreadable text is passed over, and so is one in ``taken`` (the foils of
-    the items before, which the chosen ones join: a foil text that recurs across items is
-    a text a blind attack learns once)."""
+    repeated or unreadable text is passed over, and so is one in ``taken`` (the items'
+    captions and the foils of the items before, which the chosen ones join: a text that
+    recurs across items is a text a blind attack learns once)."""
     target = plan.targets[ATOM]
     positive = plan.row["text"] or ""
     queues = {

@@ -17,7 +17,7 @@ from vlcomp.negatives.context import ContextCheck
 from vlcomp.negatives.wordnet_foils import FoilFinder, score_captions
 from vlcomp.scorers.base import TextScorer
 
-from .atoms import DistinctBalance, ItemPlan, Target, plan_item, select_atom
+from .atoms import FoilBalance, ItemPlan, Target, plan_item, select_atom
 from .compounds import CompCandidate, comp_candidates, select_comp
 from .graph import CompoundKey, SceneFacts, parse_graph
 from .settings import (
@@ -84,9 +84,13 @@ def build_systematicity_negatives(
     candidates: list[dict[str, Any]] = []
     regions: list[dict[str, Any]] = []
     failures: Failures = Counter()
-    balance = DistinctBalance() if cfg["balance_distinct"] else None
-    # one item per foil text where captions are one item per text too
-    taken: set[str] | None = set() if cfg["max_recurrence"] == 1 else None
+    balance = FoilBalance(cfg["balance"], scores) if cfg["balance"] else None
+    # where captions are one item per text, so is every text: a foil is neither another
+    # item's foil nor any item's caption (a text held by two items is the positive of
+    # 1+N pairs and the foil of one: "the text more items hold wins")
+    taken: set[str] | None = None
+    if cfg["max_recurrence"] == 1:
+        taken = {plan.row["text"] or "" for plan in plans}
     for k, plan in enumerate(plans):
         for family in FAMILIES:
             target = plan.targets.get(family)
@@ -174,15 +178,18 @@ def _cap_recurrence(plans: Sequence[ItemPlan], most: int) -> None:
 def _score(
     plans: Sequence[ItemPlan], scorer: TextScorer, comp_foils: int
 ) -> tuple[dict[str, float], dict[int, list[CompCandidate]]]:
-    """(text -> score, plan index -> HN-COMP candidates): every atom edit is scored, the
-    HN-COMP candidates are built from the best ones, then scored in turn."""
+    """(text -> score, plan index -> HN-COMP candidates): every atom edit and its positive
+    are scored, the HN-COMP candidates are built from the best ones, then scored in turn."""
     atom_texts = [
-        c.text
-        for plan in plans
-        for family, target in plan.targets.items()
-        if family not in plan.failure
-        for cs in target.candidates.values()
-        for c in cs
+        *(plan.row["text"] or "" for plan in plans if set(FAMILIES) - plan.failure.keys()),
+        *(
+            c.text
+            for plan in plans
+            for family, target in plan.targets.items()
+            if family not in plan.failure
+            for cs in target.candidates.values()
+            for c in cs
+        ),
     ]
     scores = dict(score_captions(atom_texts, scorer)) if atom_texts else {}
     comp_by_item = {
@@ -234,7 +241,7 @@ def _negatives(
     need: int,
     context: ContextCheck | None,
     failures: Failures,
-    balance: DistinctBalance | None = None,
+    balance: FoilBalance | None = None,
     taken: set[str] | None = None,
 ) -> list[Negative]:
     """The ``need`` best negatives of the family's retrieval set (``comps``: the item's

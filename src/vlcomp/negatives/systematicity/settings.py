@@ -15,6 +15,9 @@ ATOM, COMP = "atom", "comp"
 META_COMPOUND = "compound_of_meta_noun"
 FAMILIES: tuple[str, ...] = (ATOM, COMP)
 
+# the whole-text tells ``atoms.FoilBalance`` matches at generation
+BALANCES: tuple[str, ...] = ("distinct_words", "atoms", "compounds", "plausibility")
+
 DEFAULT_SETTINGS: dict[str, Any] = {
     "min_count": 10,  # vocabulary: training atoms seen at least this often
     "atom_negatives": 4,  # HN-ATOM retrieval set: 1 positive + 4
@@ -28,13 +31,15 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "max_hops": 2,
     "min_depth": 3,
     "image_ref": "image_id",  # candidates' image: image_id | xywh (image_id#xywh=x,y,w,h)
-    # whole-text statistics matched at generation (``atoms.DistinctBalance``): a foil may be
-    # an atom of the item's own scene, and each position's foils are chosen so that they
-    # hold as many more distinct words than their positives as fewer
+    # whole-text statistics matched at generation (``atoms.FoilBalance``): a foil may be
+    # an atom of the item's own scene, and each position's foils are chosen so that over
+    # the benchmark they hold as many more distinct words than their positives as fewer,
+    # bring each atom and compound in as often as they take it out, and are as often the
+    # less probable text as the more probable one
     "scene_foils": True,
-    "balance_distinct": True,
+    "balance": list(BALANCES),
     # items whose caption is one text at most (0: no cap); at 1, a foil text is one
-    # item's too
+    # item's too and no item's caption
     "max_recurrence": 1,
 }
 
@@ -73,7 +78,11 @@ def resolve_settings(settings: Mapping[str, Any] | None) -> dict[str, Any]:
         raise ValueError(f"compounds must be 'target' or 'single', got {out['compounds']!r}")
     if out["image_ref"] not in ("image_id", "xywh"):
         raise ValueError(f"image_ref must be 'image_id' or 'xywh', got {out['image_ref']!r}")
-    for key in ("allow_fewer", "image_scope", "scene_foils", "balance_distinct"):
+    balance = out["balance"]
+    if not isinstance(balance, list | tuple) or set(balance) - set(BALANCES):
+        raise ValueError(f"balance must be a list of {list(BALANCES)}, got {balance!r}")
+    out["balance"] = [b for b in BALANCES if b in balance]
+    for key in ("allow_fewer", "image_scope", "scene_foils"):
         if not isinstance(out[key], bool):
             raise ValueError(f"{key} must be true or false, got {out[key]!r}")
     return out
