@@ -30,13 +30,14 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import polars as pl
 
 from vlcomp.blind.attacks import PREDICTIONS_SCHEMA, pair_type, stable_int
 from vlcomp.blind.families import (
+    FAMILIES,
     EncoderTuning,
     Family,
     Resources,
@@ -67,6 +68,11 @@ class CertifySettings:
     encoder_pairs: int | None = 300  # per part and type, pairs the sentence encoder reads
     lm_captions: int = 200_000  # a corpus's captions the language model reads at most
     tuned: EncoderTuning = EncoderTuning()  # the fine-tuned sentence encoder's training
+
+    def without(self, family: str) -> CertifySettings:
+        """These settings with ``family`` left out of the panel."""
+        names = tuple(self.families) if self.families is not None else tuple(FAMILIES)
+        return replace(self, families=tuple(n for n in names if n != family))
 
 
 def text_groups(pairs: pl.DataFrame) -> list[tuple]:

@@ -4,7 +4,7 @@ debiased variant of a candidate table (for Snakemake rules)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from importlib.metadata import version
 from pathlib import Path
 
@@ -13,7 +13,7 @@ import polars as pl
 from vlcomp.blind import attacks
 from vlcomp.blind import debias as debiasing
 from vlcomp.blind.certify import CERTIFY, DEBIAS, SALT, CertifySettings, certification_predictions
-from vlcomp.blind.families import Resources
+from vlcomp.blind.families import Resources, TunedEncoder
 from vlcomp.blind.figures import plot_attacks
 from vlcomp.contracts import NOTE_KEY
 from vlcomp.io import write_parquet
@@ -151,7 +151,10 @@ def attacks_stage(
         tuning=settings.certify.tuned,
     )
     inputs = (shape, scored, training, resources, settings, log)
-    certificate, predictions = _certificate(parts, *inputs)
+    first = settings
+    if debiased and settings.certify.tuned.debiased_only:
+        first = replace(settings, certify=settings.certify.without(TunedEncoder.name))
+    certificate, predictions = _certificate(parts, shape, scored, training, resources, first, log)
     if debiased:
         variant, decisions = _certificate(debiased, *inputs, DEBIASED)
         certificate = pl.concat([certificate, variant])
