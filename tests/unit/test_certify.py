@@ -98,6 +98,14 @@ def test_an_empty_panel_has_no_attack():
         panel_families(Resources(), ("whole_txt",))
 
 
+def test_the_fine_tuned_encoder_runs_only_when_named():
+    resources = Resources(load_encoder=lambda: None)  # never loaded: features not asked
+    default = {f.name for f in panel_families(resources)}
+    assert "minilm_tuned" not in default and "whole_text" in default
+    assert [f.name for f in panel_families(resources, ("minilm_tuned",))] == ["minilm_tuned"]
+    assert "minilm_tuned" not in CertifySettings().without("minilm").families
+
+
 def test_families_decide_antisymmetrically():
     pairs = synthetic_pairs("length", 200, 1)
     resources = Resources(corpora={"synth": corpus_captions(2000)})

@@ -37,7 +37,7 @@ import polars as pl
 
 from vlcomp.blind.attacks import PREDICTIONS_SCHEMA, pair_type, stable_int
 from vlcomp.blind.families import (
-    FAMILIES,
+    DEFAULT_PANEL,
     EncoderTuning,
     Family,
     Resources,
@@ -58,7 +58,7 @@ class CertifySettings:
     """Config ``attacks.certify``."""
 
     folds: int = 5
-    families: tuple[str, ...] | None = None  # default: every registered family
+    families: tuple[str, ...] | None = None  # default: families.DEFAULT_PANEL
     generator_attacks: bool = True
     # the sentence encoder's generator-trained twin embeds each corpus's sampled training
     # negatives in every benchmark's job: off by default (the default run's time)
@@ -71,7 +71,7 @@ class CertifySettings:
 
     def without(self, family: str) -> CertifySettings:
         """These settings with ``family`` left out of the panel."""
-        names = tuple(self.families) if self.families is not None else tuple(FAMILIES)
+        names = tuple(self.families) if self.families is not None else DEFAULT_PANEL
         return replace(self, families=tuple(n for n in names if n != family))
 
 

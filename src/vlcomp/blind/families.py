@@ -446,9 +446,19 @@ FAMILIES: dict[str, Callable[[Resources], list[Family]]] = {
 }
 
 
+# Registered but run only when named (``attacks.certify.families``): the fine-tuned encoder
+# at an affordable sample (100 pairs a type) is too noisy to decide a verdict (a fold's fit
+# errs on all its test pairs together: 0.35-0.36 on debiased systematicity types, 0.38 on
+# one clean synthetic set), and at a sample that decides one too costly for the default run.
+OPT_IN: frozenset[str] = frozenset({TunedEncoder.name})
+DEFAULT_PANEL: tuple[str, ...] = tuple(name for name in FAMILIES if name not in OPT_IN)
+
+
 def panel_families(resources: Resources, names: Sequence[str] | None = None) -> list[Family]:
-    """The instances of the named families (None: every registered one)."""
+    """The instances of the named families (None: ``DEFAULT_PANEL``)."""
     unknown = sorted(set(names or ()) - set(FAMILIES))
     if unknown:
         raise ValueError(f"unknown attack famil(ies) {unknown}; known: {sorted(FAMILIES)}")
-    return [f for name in (FAMILIES if names is None else names) for f in FAMILIES[name](resources)]
+    return [
+        f for name in (DEFAULT_PANEL if names is None else names) for f in FAMILIES[name](resources)
+    ]

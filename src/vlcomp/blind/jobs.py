@@ -13,7 +13,7 @@ import polars as pl
 from vlcomp.blind import attacks
 from vlcomp.blind import debias as debiasing
 from vlcomp.blind.certify import CERTIFY, DEBIAS, SALT, CertifySettings, certification_predictions
-from vlcomp.blind.families import Resources, TunedEncoder
+from vlcomp.blind.families import DEFAULT_PANEL, Resources, TunedEncoder
 from vlcomp.blind.figures import plot_attacks
 from vlcomp.contracts import NOTE_KEY
 from vlcomp.io import write_parquet
@@ -43,7 +43,7 @@ class AttackSettings:
         c = self.certify
         return self.metadata(
             certify_folds=str(c.folds),
-            certify_families="all" if c.families is None else ",".join(c.families),
+            certify_families=",".join(DEFAULT_PANEL if c.families is None else c.families),
             certify_generator_pairs=str(c.generator_pairs if c.generator_attacks else 0),
             certify_generator_encoder=str(c.generator_encoder and c.generator_attacks).lower(),
             certify_max_pairs=str(c.max_pairs or "all"),
