@@ -24,10 +24,10 @@ import polars as pl
 
 from vlcomp.blind import attacks
 from vlcomp.blind.certify import SALT, CertifySettings, certification_predictions
-from vlcomp.blind.families import EncoderTuning, Resources
+from vlcomp.blind.families import Resources
 from vlcomp.certificate import familywise
 from vlcomp.importers.registry import FORMATS
-from vlcomp.scorers.familiarity import MiniLMEncoder, load_minilm
+from vlcomp.scorers.familiarity import MiniLMEncoder
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 TEXT_ATTACKS = [a for a in attacks.ATTACKS if a != attacks.GENERATOR]
@@ -64,10 +64,7 @@ def main() -> None:
     args = parser.parse_args()
     encoder = MiniLMEncoder()
     settings = CertifySettings(encoder_pairs=args.encoder_pairs, generator_encoder=True)
-    resources = Resources(
-        encode=encoder, encoder_pairs=args.encoder_pairs, load_encoder=load_minilm,
-        tuning=EncoderTuning(pairs=args.encoder_pairs),
-    )  # fmt: skip
+    resources = Resources(encode=encoder, encoder_pairs=args.encoder_pairs)
     rows, read_pairs = [], {}
     for name, (fmt, folder, options) in SETS.items():
         if not folder.exists():
