@@ -28,10 +28,10 @@ The families (``FAMILIES``):
   and mean log-probability.
 
 Each family but ``surface_rule`` is also a *generator-trained* attack
-(``certify.generator_attacks``; MiniLM's, frozen and tuned, with
-``certify.generator_encoder`` only): fitted
-on a corpus's generated training negatives (what a NegCLIP-style model trains on) and
-applied to the benchmark, without cross-fitting.
+(``certify.generator_attacks``; MiniLM's, frozen and tuned, with ``certify.generator_encoder``
+only): fitted on a corpus's generated training negatives (what a NegCLIP-style model trains
+on) and applied to the benchmark, without cross-fitting. ``minilm_tuned`` is registered but
+runs only when named (``OPT_IN``).
 """
 
 from __future__ import annotations
