@@ -4,8 +4,16 @@ graph right."""
 
 import pytest
 
+from vlcomp.negatives.wordnet_foils import load_wordnet
 from vlcomp.parse.factual_metric import fact_string, factual_scores
 from vlcomp.parse.quality import RawGraph, factual_graph
+
+
+@pytest.fixture(scope="module", autouse=True)
+def wordnet():
+    """FACTUAL's lemmatiser and synonyms read NLTK's WordNet: the project's copy, put on
+    NLTK's path (without $NLTK_DATA too)."""
+    return load_wordnet()
 
 
 def test_fact_strings_round_trip_through_factuals_reader():
